@@ -1,0 +1,216 @@
+// Package wire encodes and decodes INA frames: Ethernet / IPv4 / UDP / INA header / K int32 values.
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+)
+
+// Header is the INA header and its values. The layout is documented in docs/protocol.md:
+//
+//	 0                   1                   2                   3
+//	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//	+-------+-------+---------------+-------------------------------+
+//	|Version| Type  |   Priority    |             Flags             |
+//	+-------+-------+---------------+-------------------------------+
+//	|            Job ID             |          Slot index           |
+//	+-------------------------------+-------------------------------+
+//	|                        Sequence number                        |
+//	+---------------------------------------------------------------+
+//	|                         Worker bitmap                         |
+//	+---------------------------------------------------------------+
+//	|                     K signed 32-bit values                    |
+//	+                              ...                              +
+type Header struct {
+	Version  uint8 // 4 bits
+	Type     Type  // 4 bits
+	Priority uint8
+	Flags    Flags
+	Job      uint16
+	Slot     uint16
+	Seq      uint32
+	Bitmap   uint32
+	Values   [NumValues]int32
+}
+
+// Errors returned by the decoders. They wrap a description of the offending field.
+var (
+	ErrShort    = errors.New("wire: packet too short")
+	ErrLength   = errors.New("wire: length field mismatch")
+	ErrVersion  = errors.New("wire: unsupported INA version")
+	ErrType     = errors.New("wire: unknown INA packet type")
+	ErrNotINA   = errors.New("wire: not an INA packet")
+	ErrIPHeader = errors.New("wire: unsupported IPv4 header")
+	ErrTrailing = errors.New("wire: trailing bytes after the INA payload")
+)
+
+// MarshalTo writes the header and values into b, which must hold PayloadLen bytes.
+func (h *Header) MarshalTo(b []byte) error {
+	if len(b) < PayloadLen {
+		return fmt.Errorf("%w: need %d bytes, have %d", ErrShort, PayloadLen, len(b))
+	}
+	b[0] = h.Version<<4 | uint8(h.Type)&0x0f
+	b[1] = h.Priority
+	binary.BigEndian.PutUint16(b[2:], uint16(h.Flags))
+	binary.BigEndian.PutUint16(b[4:], h.Job)
+	binary.BigEndian.PutUint16(b[6:], h.Slot)
+	binary.BigEndian.PutUint32(b[8:], h.Seq)
+	binary.BigEndian.PutUint32(b[12:], h.Bitmap)
+	for i, v := range h.Values {
+		binary.BigEndian.PutUint32(b[HeaderLen+4*i:], uint32(v))
+	}
+	return nil
+}
+
+// Unmarshal decodes exactly PayloadLen bytes. It checks the length first, then the version and type.
+func (h *Header) Unmarshal(b []byte) error {
+	if len(b) < PayloadLen {
+		return fmt.Errorf("%w: INA payload is %d bytes, want %d", ErrShort, len(b), PayloadLen)
+	}
+	if len(b) > PayloadLen {
+		return fmt.Errorf("%w: INA payload is %d bytes, want %d", ErrTrailing, len(b), PayloadLen)
+	}
+	h.Version = b[0] >> 4
+	h.Type = Type(b[0] & 0x0f)
+	h.Priority = b[1]
+	h.Flags = Flags(binary.BigEndian.Uint16(b[2:]))
+	h.Job = binary.BigEndian.Uint16(b[4:])
+	h.Slot = binary.BigEndian.Uint16(b[6:])
+	h.Seq = binary.BigEndian.Uint32(b[8:])
+	h.Bitmap = binary.BigEndian.Uint32(b[12:])
+	for i := range h.Values {
+		h.Values[i] = int32(binary.BigEndian.Uint32(b[HeaderLen+4*i:]))
+	}
+	if h.Version != Version {
+		return fmt.Errorf("%w: %d", ErrVersion, h.Version)
+	}
+	if h.Type != TypeData && h.Type != TypeResult {
+		return fmt.Errorf("%w: %d", ErrType, h.Type)
+	}
+	return nil
+}
+
+// Addr is the Ethernet and IPv4 addressing of a frame.
+type Addr struct {
+	SrcMAC, DstMAC net.HardwareAddr
+	SrcIP, DstIP   net.IP
+}
+
+// Frame is a whole INA frame: addressing, a few IPv4 fields, and the INA header.
+//
+//	+-----------------+---------------+----------+--------------------+--------------+
+//	| Ethernet (14)   | IPv4, IHL 5   | UDP (8)  | INA header (16)    | K x int32    |
+//	+-----------------+---------------+----------+--------------------+--------------+
+type Frame struct {
+	Addr
+	TOS     uint8
+	ID      uint16
+	TTL     uint8
+	SrcPort uint16 // UDP source port; the destination port is always UDPPort
+	INA     Header
+}
+
+// MarshalTo writes the frame into b (FrameLen bytes), with the IPv4 checksum computed and the UDP
+// checksum 0.
+func (f *Frame) MarshalTo(b []byte) error {
+	if len(b) < FrameLen {
+		return fmt.Errorf("%w: need %d bytes, have %d", ErrShort, FrameLen, len(b))
+	}
+	copy(b[0:6], mac6(f.DstMAC))
+	copy(b[6:12], mac6(f.SrcMAC))
+	binary.BigEndian.PutUint16(b[12:], EtherTypeIPv4)
+	ip := b[14:34]
+	ip[0] = 0x45
+	ip[1] = f.TOS
+	binary.BigEndian.PutUint16(ip[2:], IPv4TotalLen)
+	binary.BigEndian.PutUint16(ip[4:], f.ID)
+	binary.BigEndian.PutUint16(ip[6:], 0)
+	ip[8] = f.TTL
+	ip[9] = ProtoUDP
+	binary.BigEndian.PutUint16(ip[10:], 0)
+	copy(ip[12:16], ip4(f.SrcIP))
+	copy(ip[16:20], ip4(f.DstIP))
+	binary.BigEndian.PutUint16(ip[10:], IPv4Checksum(ip))
+	udp := b[34:42]
+	binary.BigEndian.PutUint16(udp[0:], f.SrcPort)
+	binary.BigEndian.PutUint16(udp[2:], UDPPort)
+	binary.BigEndian.PutUint16(udp[4:], UDPLen)
+	binary.BigEndian.PutUint16(udp[6:], 0)
+	return f.INA.MarshalTo(b[42:FrameLen])
+}
+
+// Marshal returns the encoded frame.
+func (f *Frame) Marshal() []byte {
+	b := make([]byte, FrameLen)
+	_ = f.MarshalTo(b) // cannot fail: b has FrameLen bytes
+	return b
+}
+
+// Unmarshal decodes an INA frame. Lengths are checked before anything else is read; the IPv4
+// checksum is not verified (switches recompute it). The MAC and IP slices alias b.
+func (f *Frame) Unmarshal(b []byte) error {
+	if len(b) < 42 {
+		return fmt.Errorf("%w: frame is %d bytes", ErrShort, len(b))
+	}
+	if binary.BigEndian.Uint16(b[12:]) != EtherTypeIPv4 || b[14+9] != ProtoUDP || b[14]>>4 != 4 {
+		return ErrNotINA
+	}
+	if b[14]&0x0f != 5 {
+		return fmt.Errorf("%w: IHL %d", ErrIPHeader, b[14]&0x0f)
+	}
+	if binary.BigEndian.Uint16(b[36:]) != UDPPort {
+		return ErrNotINA
+	}
+	if len(b) != FrameLen {
+		if len(b) < FrameLen {
+			return fmt.Errorf("%w: frame is %d bytes, want %d", ErrShort, len(b), FrameLen)
+		}
+		return fmt.Errorf("%w: frame is %d bytes, want %d", ErrTrailing, len(b), FrameLen)
+	}
+	if tl := binary.BigEndian.Uint16(b[16:]); tl != IPv4TotalLen {
+		return fmt.Errorf("%w: IPv4 total length %d, want %d", ErrLength, tl, IPv4TotalLen)
+	}
+	if ul := binary.BigEndian.Uint16(b[38:]); ul != UDPLen {
+		return fmt.Errorf("%w: UDP length %d, want %d", ErrLength, ul, UDPLen)
+	}
+	f.DstMAC = net.HardwareAddr(b[0:6])
+	f.SrcMAC = net.HardwareAddr(b[6:12])
+	f.TOS = b[15]
+	f.ID = binary.BigEndian.Uint16(b[18:])
+	f.TTL = b[22]
+	f.SrcIP = net.IP(b[26:30])
+	f.DstIP = net.IP(b[30:34])
+	f.SrcPort = binary.BigEndian.Uint16(b[34:])
+	return f.INA.Unmarshal(b[42:])
+}
+
+// IPv4Checksum is the RFC 1071 checksum of an IPv4 header whose checksum field is zero.
+func IPv4Checksum(hdr []byte) uint16 {
+	var sum uint32
+	for i := 0; i+1 < len(hdr); i += 2 {
+		sum += uint32(hdr[i])<<8 | uint32(hdr[i+1])
+	}
+	if len(hdr)%2 == 1 {
+		sum += uint32(hdr[len(hdr)-1]) << 8
+	}
+	for sum>>16 != 0 {
+		sum = sum&0xffff + sum>>16
+	}
+	return ^uint16(sum)
+}
+
+func mac6(m net.HardwareAddr) []byte {
+	if len(m) == 6 {
+		return m
+	}
+	return make([]byte, 6)
+}
+
+func ip4(ip net.IP) []byte {
+	if v4 := ip.To4(); v4 != nil {
+		return v4
+	}
+	return make([]byte, 4)
+}
