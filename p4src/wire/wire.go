@@ -157,11 +157,13 @@ func (f *Frame) Unmarshal(b []byte) error {
 	if binary.BigEndian.Uint16(b[12:]) != EtherTypeIPv4 || b[14+9] != ProtoUDP || b[14]>>4 != 4 {
 		return ErrNotINA
 	}
-	if b[14]&0x0f != 5 {
-		return fmt.Errorf("%w: IHL %d", ErrIPHeader, b[14]&0x0f)
-	}
+	// The port is read at the fixed offset first, as the P4 parser does (it parses no options):
+	// other UDP traffic with options is ErrNotINA, an INA packet with options ErrIPHeader.
 	if binary.BigEndian.Uint16(b[36:]) != UDPPort {
 		return ErrNotINA
+	}
+	if b[14]&0x0f != 5 {
+		return fmt.Errorf("%w: IHL %d", ErrIPHeader, b[14]&0x0f)
 	}
 	if len(b) != FrameLen {
 		if len(b) < FrameLen {

@@ -1,0 +1,297 @@
+// Command ina-demo runs the INA system end to end on one machine: network namespaces for a PS and
+// the workers of several jobs, a switch (the reference switch, or BMv2), the controller, and the
+// agents; it shows progress, prints a per-job summary and "demo: OK" only if every all-reduce
+// result was exact. It needs root. scripts/demo.sh (make demo) runs it.
+//
+// Output, for people and for CI: "progress:" lines every 2 s, then one "demo-summary:" line and one
+// "demo-job:" line per job of key=value fields: iterations and exact results over all workers,
+// goodput (mean over workers, first iteration left out), the switch's per-job counters read
+// through the controller (switch_completed: chunks aggregated in the switch; switch_collision:
+// fallbacks to the PS; switch_preempted / switch_evicted: slots taken from / lost to another job;
+// stale, flushed, bypass), the PS's result count and status=ok; finally "demo: OK", or
+// "demo: FAIL: <reason>" and exit status 1. Everything it created (namespaces, links, processes)
+// is removed on exit, on failure and on SIGINT/SIGTERM; logs stay in -dir.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+)
+
+const (
+	psPort = 1
+	psIP   = "10.0.0.100"
+)
+
+type demo struct {
+	bin, dir, prefix, target         string
+	jobs                             jobList
+	size, iters, window, activeSlots int
+	ecnThreshold                     int
+	preempt                          bool
+	compute, timeout                 time.Duration
+	loss, dup, reorder, rate         float64
+	seed                             uint64
+	bmv2JSON, p4info, dtype          string
+	killJob, killAfter               int
+
+	grpcAddr, apiAddr, metricsAddr, thriftAddr string
+	ps                                         host
+	topo                                       topology
+	procs                                      procs
+}
+
+func main() {
+	d := &demo{}
+	flag.StringVar(&d.bin, "bin", "build/bin", "directory of refswitch, inactl, ina-ps, ina-worker")
+	flag.StringVar(&d.dir, "dir", "build/demo", "directory for the generated config and the logs")
+	flag.StringVar(&d.prefix, "prefix", "ina", "prefix of the namespaces and links created")
+	flag.StringVar(&d.target, "switch", "auto", "ref, bmv2, or auto (bmv2 when simple_switch_grpc and its JSON exist)")
+	flag.StringVar(&d.bmv2JSON, "bmv2-json", "", "BMv2 JSON of the P4 program (default build/p4/ina.json or build/ina.json)")
+	flag.Var(&d.jobs, "job", "ID:WORKERS:PRIORITY[:off] (repeatable; default 1:2:1 and 2:2:5)")
+	flag.StringVar(&d.dtype, "dtype", "int32", "tensor type: int32 or float32 (fixed point, scale 1024)")
+	flag.IntVar(&d.size, "size", 16384, "tensor size in values (64 per packet)")
+	flag.IntVar(&d.iters, "iters", 20, "iterations per worker")
+	flag.DurationVar(&d.compute, "compute", 5*time.Millisecond, "simulated compute per iteration")
+	flag.IntVar(&d.activeSlots, "slots", 16, "the switch's active_slots (small, so jobs contend)")
+	flag.IntVar(&d.window, "window", 12, "slots per job (overlapping when the jobs' windows exceed slots/jobs)")
+	flag.IntVar(&d.ecnThreshold, "ecn-threshold", 0x7FFFF, "egress queue depth that marks ECN (0x7FFFF: never)")
+	flag.BoolVar(&d.preempt, "preempt", true, "higher-priority jobs preempt slots (ESA)")
+	flag.Float64Var(&d.loss, "loss", 0, "reference switch: egress loss probability")
+	flag.Float64Var(&d.dup, "dup", 0, "reference switch: egress duplication probability")
+	flag.Float64Var(&d.reorder, "reorder", 0, "reference switch: egress reordering probability")
+	flag.Float64Var(&d.rate, "rate", 0, "reference switch: every port's egress rate in Mbit/s (0: unlimited)")
+	flag.Uint64Var(&d.seed, "seed", 1, "seed of the tensors and of the switch's faults")
+	flag.DurationVar(&d.timeout, "timeout", 100*time.Second, "give up after this long")
+	kill := flag.String("kill", "", "JOB:ITER: kill the job's last worker after ITER iterations; its peers must fail with a\n"+
+		"clear timeout, the controller then removes the job and its slots must be free, the other jobs must finish exact")
+	trace := flag.Bool("v", false, "echo every child's output")
+	flag.Parse()
+	d.procs.trace = *trace
+	if *kill != "" {
+		if _, err := fmt.Sscanf(*kill, "%d:%d", &d.killJob, &d.killAfter); err != nil || d.killAfter < 0 {
+			fmt.Printf("demo: -kill %q: want JOB:ITER\n", *kill)
+			os.Exit(2)
+		}
+	}
+	if len(d.jobs) == 0 {
+		_ = d.jobs.Set("1:2:1")
+		_ = d.jobs.Set("2:2:5")
+	}
+	if !isRoot() {
+		fmt.Println("demo: needs root: it creates network namespaces and veth pairs and opens AF_PACKET sockets (run: sudo make demo)")
+		os.Exit(1)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	err := d.run(ctx)
+	cancel()
+	stop()
+	d.procs.stopAll()
+	d.topo.teardown()
+	if err != nil {
+		fmt.Printf("demo: FAIL: %v (logs in %s)\n", err, d.dir)
+		os.Exit(1)
+	}
+}
+
+func (d *demo) run(ctx context.Context) error {
+	if err := d.chooseSwitch(); err != nil {
+		return err
+	}
+	for _, b := range []string{"ina-ps", "ina-worker", "inactl"} {
+		if _, err := os.Stat(filepath.Join(d.bin, b)); err != nil {
+			return fmt.Errorf("%s not built (run make build): %w", b, err)
+		}
+	}
+	if err := os.MkdirAll(d.dir, 0o755); err != nil {
+		return err
+	}
+	d.procs.dir = d.dir
+	if d.killJob != 0 && !slices.ContainsFunc(d.jobs, func(j *jobSpec) bool { return j.id == d.killJob && j.workers > 1 }) {
+		return fmt.Errorf("-kill: no job %d with two or more workers", d.killJob)
+	}
+	if err := d.layout(); err != nil {
+		return err
+	}
+	fmt.Printf("demo: switch=%s jobs=%d slots=%d size=%d iters=%d logs=%s\n", d.target, len(d.jobs), d.activeSlots, d.size, d.iters, d.dir)
+	cleanStale(d.prefix)
+	if err := d.makeHosts(); err != nil {
+		return err
+	}
+	if err := d.startSwitch(ctx); err != nil {
+		return err
+	}
+	if err := d.startController(ctx); err != nil {
+		return err
+	}
+	return d.runJobs(ctx)
+}
+
+// chooseSwitch resolves -switch auto and checks what the choice needs.
+func (d *demo) chooseSwitch() error {
+	if d.bmv2JSON == "" {
+		for _, p := range []string{"build/p4/ina.json", "build/ina.json"} {
+			if _, err := os.Stat(p); err == nil {
+				d.bmv2JSON = p
+				break
+			}
+		}
+	}
+	_, ssErr := exec.LookPath("simple_switch_grpc")
+	switch d.target {
+	case "auto":
+		d.target = "ref"
+		if ssErr == nil && d.bmv2JSON != "" {
+			d.target = "bmv2"
+		}
+	case "bmv2":
+		if ssErr != nil {
+			return fmt.Errorf("SWITCH=bmv2 but simple_switch_grpc is not on PATH")
+		}
+		if d.bmv2JSON == "" {
+			return fmt.Errorf("SWITCH=bmv2 but no compiled program (build/p4/ina.json): run make p4")
+		}
+	case "ref":
+	default:
+		return fmt.Errorf("-switch %q: want ref, bmv2 or auto", d.target)
+	}
+	if d.target == "ref" {
+		if _, err := os.Stat(filepath.Join(d.bin, "refswitch")); err != nil {
+			return fmt.Errorf("refswitch not built (run make build): %w", err)
+		}
+	} else {
+		if d.loss+d.dup+d.reorder+d.rate > 0 {
+			return fmt.Errorf("-loss, -dup, -reorder and -rate need the reference switch")
+		}
+		for _, p := range []string{filepath.Join(filepath.Dir(d.bmv2JSON), "ina.p4info.txtpb"), filepath.Join(filepath.Dir(d.bmv2JSON), "ina.p4info.txt")} {
+			if _, err := os.Stat(p); err == nil {
+				d.p4info = p
+			}
+		}
+	}
+	return nil
+}
+
+// layout assigns switch ports, slots and addresses.
+func (d *demo) layout() error {
+	if d.activeSlots < 1 || d.activeSlots > 1024 || d.window < 1 || d.size < 1 || d.iters < 1 {
+		return fmt.Errorf("-slots must be in 1..1024, and -window, -size and -iters positive")
+	}
+	port := psPort + 1
+	seen := map[int]bool{}
+	for i, j := range d.jobs {
+		if seen[j.id] {
+			return fmt.Errorf("job %d given twice", j.id)
+		}
+		seen[j.id] = true
+		j.window = min(d.window, d.activeSlots)
+		if len(d.jobs) > 1 {
+			j.slotBase = i * (d.activeSlots - j.window) / (len(d.jobs) - 1)
+		}
+		for range j.workers {
+			j.ports = append(j.ports, port)
+			port++
+		}
+	}
+	if port > 512 {
+		return fmt.Errorf("%d hosts: more than the switch's 511 ports", port-1)
+	}
+	var err error
+	for _, a := range []*string{&d.grpcAddr, &d.apiAddr, &d.metricsAddr, &d.thriftAddr} {
+		if *a, err = freeAddr(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func hostMAC(port int) string { return fmt.Sprintf("02:00:00:00:%02x:%02x", port>>8, port&0xff) }
+
+func (d *demo) makeHosts() error {
+	d.topo.prefix = d.prefix
+	var err error
+	if d.ps, err = d.topo.addHost("ps", psPort, hostMAC(psPort), psIP); err != nil {
+		return err
+	}
+	for _, j := range d.jobs {
+		for r, p := range j.ports {
+			h, err := d.topo.addHost(fmt.Sprintf("j%dw%d", j.id, r), p, hostMAC(p), fmt.Sprintf("10.0.%d.%d", j.id%256, r+1))
+			if err != nil {
+				return err
+			}
+			j.hosts = append(j.hosts, h)
+		}
+	}
+	return nil
+}
+
+// waitTCP waits until addr accepts connections or p exits.
+func waitTCP(ctx context.Context, addr string, p *proc) error {
+	for {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-p.done:
+			return fmt.Errorf("%s exited: %v\n%s", p.name, p.err, p.tail(10))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (d *demo) startSwitch(ctx context.Context) error {
+	var argv []string
+	if d.target == "ref" {
+		argv = []string{filepath.Join(d.bin, "refswitch"), "--grpc-addr", d.grpcAddr, "--device-id", "1",
+			"--seed", fmt.Sprint(d.seed)}
+		if d.loss > 0 {
+			argv = append(argv, "--loss", fmt.Sprint(d.loss))
+		}
+		if d.dup > 0 {
+			argv = append(argv, "--dup", fmt.Sprint(d.dup))
+		}
+		if d.reorder > 0 {
+			argv = append(argv, "--reorder", fmt.Sprint(d.reorder))
+		}
+	} else {
+		_, tport, _ := net.SplitHostPort(d.thriftAddr)
+		argv = []string{"simple_switch_grpc", "--no-p4", "--device-id", "1", "--thrift-port", tport}
+	}
+	for _, h := range d.topo.hosts {
+		argv = append(argv, "-i", fmt.Sprintf("%d@%s", h.port, h.link))
+		if d.rate > 0 {
+			argv = append(argv, "--rate", fmt.Sprintf("%d@%g", h.port, d.rate))
+		}
+	}
+	if d.target == "bmv2" {
+		argv = append(argv, "--", "--grpc-server-addr", d.grpcAddr, "--cpu-port", "255")
+	}
+	p, err := d.procs.start("switch", nil, argv...)
+	if err != nil {
+		return err
+	}
+	return waitTCP(ctx, d.grpcAddr, p)
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// proc is a child process whose output goes to a log file, each line also handed to onLine.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+	err  error
+}
+
+// procs tracks every child the demo started, to stop them on exit.
+type procs struct {
+	mu    sync.Mutex
+	all   []*proc
+	dir   string
+	trace bool
+}
+
+func (ps *procs) start(name string, onLine func(string), argv ...string) (*proc, error) {
+	logPath := filepath.Join(ps.dir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	fmt.Fprintf(f, "# %q\n", argv)
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	ps.mu.Lock()
+	ps.all = append(ps.all, p)
+	ps.mu.Unlock()
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintln(f, line)
+			if ps.trace {
+				fmt.Printf("[%s] %s\n", name, line)
+			}
+			if onLine != nil {
+				onLine(line)
+			}
+		}
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	go func() {
+		p.err = cmd.Wait()
+		pw.Close()
+		<-scanned
+		f.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// stop sends SIGTERM to a child's process group, then SIGKILL after grace.
+func (p *proc) stop(grace time.Duration) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+func (ps *procs) stopAll() {
+	ps.mu.Lock()
+	all := ps.all
+	ps.all = nil
+	ps.mu.Unlock()
+	for i := len(all) - 1; i >= 0; i-- {
+		all[i].stop(3 * time.Second)
+	}
+}
+
+// tail returns the last n lines of a child's log, for error messages.
+func (p *proc) tail(n int) string {
+	b, _ := os.ReadFile(p.log)
+	lines := splitLines(string(b))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	out := ""
+	for _, l := range lines {
+		out += "    " + l + "\n"
+	}
+	return out
+}
+
+func splitLines(s string) []string {
+	var out []string
+	for len(s) > 0 {
+		i := 0
+		for i < len(s) && s[i] != '\n' {
+			i++
+		}
+		out = append(out, s[:i])
+		if i < len(s) {
+			i++
+		}
+		s = s[i:]
+	}
+	return out
+}

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	cp "github.com/inapack/inapack/controlplane"
+	"github.com/inapack/inapack/controlplane/api"
+)
+
+func (d *demo) startController(ctx context.Context) error {
+	path := filepath.Join(d.dir, "inactl.yaml")
+	if err := os.WriteFile(path, []byte(controllerConfig(d)), 0o644); err != nil {
+		return err
+	}
+	p, err := d.procs.start("inactl", nil, filepath.Join(d.bin, "inactl"), "run", "--config", path)
+	if err != nil {
+		return err
+	}
+	if err := waitTCP(ctx, d.apiAddr, p); err != nil {
+		return err
+	}
+	// Ready when the pipeline is pushed, the config reconciled and counters read once.
+	c := api.NewClient(d.apiAddr, "")
+	for {
+		sts, err := c.Status(ctx)
+		if err == nil && len(sts) == 1 && sts[0].Connected && sts[0].PipelinePush > 0 && sts[0].Reconciles > 0 && sts[0].Snapshot != nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			last := ""
+			if len(sts) == 1 {
+				last = sts[0].LastError
+			}
+			return fmt.Errorf("the controller did not get the switch ready (%v %s)\n%s", ctx.Err(), last, p.tail(10))
+		case <-p.done:
+			return fmt.Errorf("inactl exited: %v\n%s", p.err, p.tail(10))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// workerResult is the parsed worker-summary line of one worker.
+type workerResult struct {
+	fields map[string]string
+	errMsg string // the worker-error line
+	iter   int    // iterations reported so far
+}
+
+var kv = regexp.MustCompile(`(\w+)=(\S+)`)
+
+func parseKV(line string) map[string]string {
+	m := map[string]string{}
+	for _, s := range kv.FindAllStringSubmatch(line, -1) {
+		m[s[1]] = s[2]
+	}
+	return m
+}
+
+func (d *demo) runJobs(ctx context.Context) error {
+	psArgs := []string{"ip", "netns", "exec", d.ps.name, filepath.Join(d.bin, "ina-ps"), "-iface", "eth0", "-ip", psIP}
+	for _, j := range d.jobs {
+		psArgs = append(psArgs, "-job", fmt.Sprintf("%d:%d:%d", j.id, j.workers, j.window))
+	}
+	var mu sync.Mutex
+	psLines := map[int]map[string]string{}
+	psProc, err := d.procs.start("ps", func(line string) {
+		if strings.HasPrefix(line, "ps: job=") {
+			m := parseKV(line)
+			id, _ := strconv.Atoi(m["job"])
+			mu.Lock()
+			psLines[id] = m
+			mu.Unlock()
+		}
+	}, psArgs...)
+	if err != nil {
+		return err
+	}
+	time.Sleep(300 * time.Millisecond) // the PS's socket is open before the first data arrives
+	results := map[int][]*workerResult{}
+	var workers []*proc
+	start := time.Now()
+	for _, j := range d.jobs {
+		for r, h := range j.hosts {
+			wr := &workerResult{}
+			results[j.id] = append(results[j.id], wr)
+			victim := j.id == d.killJob && r == j.workers-1
+			killNow := make(chan struct{})
+			var once sync.Once
+			argv := []string{"ip", "netns", "exec", h.name, filepath.Join(d.bin, "ina-worker"), "-iface", "eth0",
+				"-job", fmt.Sprint(j.id), "-rank", fmt.Sprint(r), "-workers", fmt.Sprint(j.workers),
+				"-priority", fmt.Sprint(j.priority), "-slot-base", fmt.Sprint(j.slotBase), "-window", fmt.Sprint(j.window),
+				"-size", fmt.Sprint(d.size), "-iters", fmt.Sprint(d.iters), "-compute", d.compute.String(),
+				"-seed", fmt.Sprint(d.seed), "-ip", h.ip, "-ps-ip", psIP, "-ps-mac", d.ps.mac, "-progress-timeout", "3s", "-dtype", d.dtype}
+			p, err := d.procs.start(fmt.Sprintf("worker-j%d-r%d", j.id, r), func(line string) {
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case strings.HasPrefix(line, "worker: "):
+					wr.iter++
+					if victim && wr.iter >= d.killAfter {
+						once.Do(func() { close(killNow) })
+					}
+				case strings.HasPrefix(line, "worker-summary: "):
+					wr.fields = parseKV(line)
+				case strings.HasPrefix(line, "worker-error: "):
+					wr.errMsg = line
+				}
+			}, argv...)
+			if err != nil {
+				return err
+			}
+			workers = append(workers, p)
+			if victim {
+				if d.killAfter == 0 {
+					once.Do(func() { close(killNow) })
+				}
+				go func() {
+					select {
+					case <-killNow:
+						fmt.Printf("demo: killing job %d rank %d after %d iterations\n", j.id, r, d.killAfter)
+						p.stop(0)
+					case <-p.done:
+					}
+				}()
+			}
+		}
+	}
+	c := api.NewClient(d.apiAddr, "")
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for _, p := range workers {
+	wait:
+		for {
+			select {
+			case <-p.done:
+				break wait
+			case <-ctx.Done():
+				return fmt.Errorf("interrupted or timed out while the jobs ran: %v", ctx.Err())
+			case <-tick.C:
+				mu.Lock()
+				line := fmt.Sprintf("progress: %4.1fs", time.Since(start).Seconds())
+				for _, j := range d.jobs {
+					done := 0
+					for _, wr := range results[j.id] {
+						done += wr.iter
+					}
+					line += fmt.Sprintf(" | job %d: %d/%d iterations", j.id, done/j.workers, d.iters)
+				}
+				mu.Unlock()
+				if snap := d.snapshot(ctx, c); snap != nil {
+					ev := snap.Events
+					line += fmt.Sprintf(" | switch: completed=%d collision=%d preempted=%d", ev["completed"], ev["collision"], ev["preempted"])
+				}
+				fmt.Println(line)
+			}
+		}
+	}
+	finished := time.Now()
+	elapsed := finished.Sub(start)
+	// A snapshot taken after the last packet, so the counters are final.
+	var snap *cp.Snapshot
+	for i := 0; i < 40; i++ {
+		if snap = d.snapshot(ctx, c); snap != nil && snap.Time.After(finished) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	removal := ""
+	if d.killJob != 0 {
+		if removal, err = d.removeKilled(ctx, c, snap); err != nil {
+			return err
+		}
+	}
+	psProc.stop(3 * time.Second)
+	return d.summary(results, psLines, snap, elapsed, removal)
+}
+
+// removeKilled removes the killed job through the controller (its entries and the slots it holds)
+// and checks in a later counter snapshot that no slot is held by it any more.
+func (d *demo) removeKilled(ctx context.Context, c *api.Client, snap *cp.Snapshot) (string, error) {
+	before := -1
+	if snap != nil && snap.SlotsErr == "" {
+		before = snap.SlotsHeld[d.killJob] // an empty map is omitted from the JSON: nil means none
+	}
+	if err := c.RemoveJob(ctx, d.killJob); err != nil {
+		return "", fmt.Errorf("controller: remove job %d: %w", d.killJob, err)
+	}
+	removed := time.Now()
+	for i := 0; i < 50; i++ {
+		s := d.snapshot(ctx, c)
+		if s != nil && s.Time.After(removed) {
+			if s.SlotsErr != "" {
+				return "", fmt.Errorf("the controller cannot read slot registers: %s", s.SlotsErr)
+			}
+			if n := s.SlotsHeld[d.killJob]; n != 0 {
+				return "", fmt.Errorf("job %d removed but still holds %d slot(s)", d.killJob, n)
+			}
+			return fmt.Sprintf("removed=yes slots_held_before=%d slots_held_after=0", before), nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return "", fmt.Errorf("no counter snapshot after removing job %d", d.killJob)
+}
+
+func (d *demo) snapshot(ctx context.Context, c *api.Client) *cp.Snapshot {
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	sts, err := c.Status(cctx)
+	if err != nil || len(sts) != 1 {
+		return nil
+	}
+	return sts[0].Snapshot
+}
+
+// summary prints one machine-checkable line per job and the verdict.
+func (d *demo) summary(results map[int][]*workerResult, psLines map[int]map[string]string, snap *cp.Snapshot, elapsed time.Duration, removal string) error {
+	var problems []string
+	if snap == nil {
+		problems = append(problems, "no counter snapshot from the controller")
+		snap = &cp.Snapshot{}
+	}
+	fmt.Printf("demo-summary: switch=%s jobs=%d elapsed_s=%.1f\n", d.target, len(d.jobs), elapsed.Seconds())
+	ids := make([]int, 0, len(d.jobs))
+	byID := map[int]*jobSpec{}
+	for _, j := range d.jobs {
+		ids = append(ids, j.id)
+		byID[j.id] = j
+	}
+	sort.Ints(ids)
+	for _, id := range ids {
+		j := byID[id]
+		exact, iters, total := 0, 0, 0
+		var gp float64
+		status := "ok"
+		if id == d.killJob {
+			// Every survivor must fail with the no-progress error; whatever completed was exact.
+			status = "failed_as_expected"
+			for r, wr := range results[id][:j.workers-1] {
+				if wr.fields == nil || wr.fields["status"] != "error" || !strings.Contains(wr.errMsg, "made no progress") {
+					status = "error"
+					problems = append(problems, fmt.Sprintf("job %d rank %d did not fail with a no-progress timeout after its peer died: %q", id, r, wr.errMsg))
+				}
+				if wr.fields != nil && wr.fields["wrong"] != "0" {
+					status = "error"
+					problems = append(problems, fmt.Sprintf("job %d rank %d: %s wrong results before the failure", id, r, wr.fields["wrong"]))
+				}
+			}
+			fmt.Printf("demo-job: job=%d priority=%d workers=%d killed_rank=%d killed_after=%d %s status=%s\n",
+				id, j.priority, j.workers, j.workers-1, d.killAfter, removal, status)
+			continue
+		}
+		for r, wr := range results[id] {
+			f := wr.fields
+			if f == nil {
+				status = "error"
+				problems = append(problems, fmt.Sprintf("job %d rank %d printed no summary", id, r))
+				continue
+			}
+			e, _ := strconv.Atoi(f["exact"])
+			it, _ := strconv.Atoi(f["iterations"])
+			g, _ := strconv.ParseFloat(f["goodput_mbps"], 64)
+			exact += e
+			iters += it
+			gp += g
+			if f["status"] != "ok" || e != d.iters {
+				status = "error"
+				problems = append(problems, fmt.Sprintf("job %d rank %d: status=%s exact=%d/%d", id, r, f["status"], e, d.iters))
+			}
+			total += d.iters
+		}
+		ev := snap.JobEvents[id]
+		psRes := "0"
+		if m := psLines[id]; m != nil && m["results"] != "" {
+			psRes = m["results"]
+		}
+		ina := "on"
+		if !j.ina {
+			ina = "off"
+		}
+		fmt.Printf("demo-job: job=%d priority=%d workers=%d ina=%s iterations=%d/%d exact=%d/%d goodput_mbps=%.1f switch_completed=%d switch_collision=%d switch_preempted=%d switch_evicted=%d switch_stale=%d switch_flushed=%d switch_bypass=%d ps_results=%s status=%s\n",
+			id, j.priority, j.workers, ina, iters/max(1, j.workers), d.iters, exact, total, gp/float64(max(1, j.workers)),
+			ev["completed"], ev["collision"], ev["preempted"], ev["evicted"], ev["stale"], ev["flushed"], ev["bypass"], psRes, status)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%s", strings.Join(problems, "; "))
+	}
+	fmt.Println("demo: OK")
+	return nil
+}

@@ -1,0 +1,117 @@
+// Command ina-ps is the INA parameter server on one AF_PACKET interface, serving one or more jobs.
+//
+//	ina-ps -iface ps-eth0 -ip 10.0.0.100 -job 1:2:16 -job 2:2:16
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/inapack/inapack/ps"
+	"github.com/inapack/inapack/worker/transport"
+)
+
+type jobFlags []ps.JobConfig
+
+func (j *jobFlags) String() string { return fmt.Sprint(*j) }
+
+// Set parses JOB:WORKERS[:WINDOW].
+func (j *jobFlags) Set(s string) error {
+	parts := strings.Split(s, ":")
+	if len(parts) < 2 || len(parts) > 3 {
+		return fmt.Errorf("want JOB:WORKERS[:WINDOW], got %q", s)
+	}
+	var n [3]int
+	for i, p := range parts {
+		v, err := strconv.Atoi(p)
+		if err != nil {
+			return fmt.Errorf("%q: %w", s, err)
+		}
+		n[i] = v
+	}
+	if n[0] <= 0 || n[0] > 65535 {
+		return fmt.Errorf("job id %d out of range", n[0])
+	}
+	*j = append(*j, ps.JobConfig{Job: uint16(n[0]), Workers: n[1], Window: n[2]})
+	return nil
+}
+
+func main() {
+	var jobs jobFlags
+	iface := flag.String("iface", "", "interface to serve on (AF_PACKET; needs root)")
+	ipStr := flag.String("ip", "10.0.0.100", "the PS's IPv4 address (source of results)")
+	macStr := flag.String("mac", "", "the PS's MAC (default: the interface's)")
+	every := flag.Duration("stats", 0, "print counters this often (0: only at exit)")
+	flag.Var(&jobs, "job", "JOB:WORKERS[:WINDOW] to serve (repeatable)")
+	flag.Parse()
+	log.SetFlags(0)
+	log.SetPrefix("ina-ps: ")
+	if *iface == "" || len(jobs) == 0 {
+		log.Fatal("need -iface and at least one -job (see -h)")
+	}
+	t, err := transport.OpenPacket(*iface)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer t.Close()
+	mac := t.MAC()
+	if *macStr != "" {
+		if mac, err = net.ParseMAC(*macStr); err != nil {
+			log.Fatalf("-mac: %v", err)
+		}
+	}
+	srv, err := ps.New(ps.Config{MAC: mac, IP: net.ParseIP(*ipStr), Jobs: jobs})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *every > 0 {
+		go func() {
+			tk := time.NewTicker(*every)
+			defer tk.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tk.C:
+					report(srv, jobs)
+				}
+			}
+		}()
+	}
+	log.Printf("serving %d job(s) on %s (mac %s, ip %s)", len(jobs), *iface, mac, *ipStr)
+	if err := srv.Serve(ctx, t); err != nil {
+		log.Print(err)
+		report(srv, jobs)
+		os.Exit(1)
+	}
+	report(srv, jobs)
+}
+
+// report prints one machine-readable line per job and one for frames of no job.
+func report(srv *ps.Server, jobs jobFlags) {
+	ids := make([]int, 0, len(jobs))
+	for _, j := range jobs {
+		ids = append(ids, int(j.Job))
+	}
+	sort.Ints(ids)
+	for _, id := range ids {
+		c, _ := srv.Counters(uint16(id))
+		pending, kept := srv.Pending(uint16(id))
+		fmt.Printf("ps: job=%d pending=%d kept=%d %v\n", id, pending, kept, c)
+	}
+	g, sendErr := srv.Global()
+	fmt.Printf("ps: frames=%d not_ina=%d malformed=%d not_data=%d unknown_job=%d send_errors=%d\n",
+		g.Frames, g.NotINA, g.Malformed, g.NotData, g.UnknownJob, sendErr)
+}

@@ -1,0 +1,188 @@
+// Command ina-worker runs a synthetic data-parallel training loop for one worker of one job: each
+// iteration "computes" for a while, then all-reduces a tensor through the switch and the PS, and
+// (with -seed) checks the result against the exact sum of every worker's deterministic tensor.
+//
+//	ina-worker -iface h1-eth0 -job 1 -rank 0 -workers 2 -size 65536 -iters 20 -seed 1
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/inapack/inapack/worker"
+	"github.com/inapack/inapack/worker/transport"
+)
+
+func main() {
+	var (
+		iface    = flag.String("iface", "", "interface (AF_PACKET; needs root)")
+		job      = flag.Uint("job", 1, "job id")
+		rank     = flag.Int("rank", 0, "this worker's rank (its bit in the bitmap)")
+		workers  = flag.Int("workers", 2, "workers in the job")
+		prio     = flag.Uint("priority", 0, "requested priority (the switch clamps it to the job's cap)")
+		slotBase = flag.Uint("slot-base", 0, "first aggregator slot of the job")
+		window   = flag.Int("window", 16, "slots of the job = most chunks in flight")
+		size     = flag.Int("size", 64*1024, "tensor size in values")
+		iters    = flag.Int("iters", 10, "iterations")
+		compute  = flag.Duration("compute", 0, "simulated compute time per iteration")
+		dtype    = flag.String("dtype", "int32", "int32 or float32")
+		scale    = flag.Float64("scale", 1024, "float32 fixed-point scale; -seed tensors are integers/scale, so with a power of two the check is exact")
+		seed     = flag.Uint64("seed", 0, "deterministic tensors from (seed, rank, iteration) and exact checks; 0: no checks")
+		myIP     = flag.String("ip", "", "this worker's IPv4 address (default 10.0.<job>.<rank+1>)")
+		psIP     = flag.String("ps-ip", "10.0.0.100", "the PS's IPv4 address")
+		psMAC    = flag.String("ps-mac", "ff:ff:ff:ff:ff:ff", "destination MAC of data frames (the PS's)")
+		progress = flag.Duration("progress-timeout", 5*time.Second, "fail when no chunk completes for this long")
+		quiet    = flag.Bool("quiet", false, "no per-iteration lines")
+	)
+	flag.Parse()
+	log.SetFlags(0)
+	log.SetPrefix(fmt.Sprintf("ina-worker job %d rank %d: ", *job, *rank))
+	if *iface == "" {
+		log.Fatal("need -iface (see -h)")
+	}
+	if *dtype != "int32" && *dtype != "float32" {
+		log.Fatalf("-dtype %q: want int32 or float32", *dtype)
+	}
+	if *job == 0 || *job > 65535 || *prio > 255 || *slotBase > 65535 {
+		log.Fatal("-job, -priority or -slot-base out of range")
+	}
+	dst, err := net.ParseMAC(*psMAC)
+	if err != nil {
+		log.Fatalf("-ps-mac: %v", err)
+	}
+	src := *myIP
+	if src == "" {
+		src = fmt.Sprintf("10.0.%d.%d", *job%256, *rank+1)
+	}
+	t, err := transport.OpenPacket(*iface)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer t.Close()
+	w, err := worker.New(worker.Config{Job: uint16(*job), Rank: *rank, Workers: *workers, Priority: uint8(*prio),
+		SlotBase: uint16(*slotBase), Window: *window, SrcMAC: t.MAC(), DstMAC: dst,
+		SrcIP: net.ParseIP(src), DstIP: net.ParseIP(*psIP), ProgressTimeout: *progress}, t)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	l := loop{w: w, job: uint16(*job), rank: *rank, workers: *workers, size: *size, float: *dtype == "float32",
+		scale: *scale, seed: *seed, quiet: *quiet}
+	err = l.run(ctx, *iters, *compute)
+	l.summary(err)
+	if err != nil {
+		os.Exit(1)
+	}
+}
+
+type loop struct {
+	w             *worker.Worker
+	job           uint16
+	rank, workers int
+	size          int
+	float         bool
+	scale         float64
+	seed          uint64
+	quiet         bool
+
+	done, ok, bad int
+	timed         int // iterations counted in reduceTime
+	values        int // values that differed from the exact sum
+	reduceTime    time.Duration
+	start         time.Time
+}
+
+func (l *loop) run(ctx context.Context, iters int, compute time.Duration) error {
+	ints := make([]int32, l.size)
+	floats := make([]float32, 0)
+	if l.float {
+		floats = make([]float32, l.size)
+	}
+	want := make([]int64, l.size)
+	l.start = time.Now()
+	for it := range iters {
+		if compute > 0 {
+			select {
+			case <-time.After(compute):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		worker.Synthetic(l.seed, l.job, l.rank, it, ints)
+		t0 := time.Now()
+		var err error
+		if l.float {
+			for i, v := range ints {
+				floats[i] = float32(float64(v) / l.scale)
+			}
+			err = l.w.AllReduceFloat32(ctx, floats, l.scale)
+		} else {
+			err = l.w.AllReduceInt32(ctx, ints)
+		}
+		d := time.Since(t0)
+		if err != nil && !errors.Is(err, worker.ErrOverflow) {
+			return fmt.Errorf("iteration %d: %w", it, err)
+		}
+		l.done++
+		if it > 0 || iters == 1 {
+			// The first all-reduce also waits for the peers to start: goodput leaves it out.
+			l.reduceTime += d
+			l.timed++
+		}
+		verdict := "unchecked"
+		if l.seed != 0 {
+			worker.SyntheticSum(l.seed, l.job, l.workers, it, want)
+			n := 0
+			for i, s := range want {
+				// float32: the fixed-point sum is exact, so the result is the exact sum rounded once.
+				if l.float && floats[i] != float32(float64(s)/l.scale) || !l.float && int64(ints[i]) != s {
+					n++
+				}
+			}
+			if n == 0 && err == nil {
+				l.ok++
+				verdict = "exact"
+			} else {
+				l.bad++
+				l.values += n
+				verdict = fmt.Sprintf("WRONG (%d values, %v)", n, err)
+			}
+		}
+		if !l.quiet {
+			fmt.Printf("worker: job=%d rank=%d iter=%d allreduce_ms=%.2f goodput_mbps=%.1f result=%s\n", l.job, l.rank, it,
+				d.Seconds()*1e3, mbps(4*l.size, d), verdict)
+		}
+	}
+	return nil
+}
+
+func (l *loop) summary(err error) {
+	s := l.w.Snapshot()
+	status := "ok"
+	if err != nil {
+		status = "error"
+	} else if l.bad > 0 {
+		status = "wrong"
+	}
+	var gp float64
+	if l.reduceTime > 0 {
+		gp = mbps(4*l.size*l.timed, l.reduceTime)
+	}
+	fmt.Printf("worker-summary: job=%d rank=%d status=%s iterations=%d exact=%d wrong=%d wrong_values=%d goodput_mbps=%.1f wall_s=%.2f sent=%d resent=%d bypass=%d overflow_results=%d ecn=%d window_cuts=%d ignored_results=%d\n",
+		l.job, l.rank, status, l.done, l.ok, l.bad, l.values, gp, time.Since(l.start).Seconds(), s.DataSent, s.Resent,
+		s.BypassSent, s.Overflows, s.ECN, s.WindowCuts, s.ResultsIgnored)
+	if err != nil {
+		fmt.Printf("worker-error: job=%d rank=%d %v\n", l.job, l.rank, err)
+	}
+}
+
+func mbps(bytes int, d time.Duration) float64 { return float64(bytes) * 8 / d.Seconds() / 1e6 }

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	cp "github.com/inapack/inapack/controlplane"
+	"github.com/inapack/inapack/controlplane/api"
+)
+
+type clientFlags struct {
+	api, tokenFile, ca *string
+}
+
+func addClientFlags(fs *flag.FlagSet) clientFlags {
+	return clientFlags{
+		api:       fs.String("api", cp.DefaultAPIAddress, "controller API address (host:port or URL)"),
+		tokenFile: fs.String("token-file", "", "file holding the API bearer token (default $INACTL_TOKEN)"),
+		ca:        fs.String("ca", "", "CA certificate to verify an API served over TLS (implies https)"),
+	}
+}
+
+func (f clientFlags) client() (*api.Client, error) {
+	token, err := readToken(*f.tokenFile)
+	if err != nil {
+		return nil, err
+	}
+	base := *f.api
+	c := api.NewClient(base, token)
+	if *f.ca != "" {
+		pem, err := os.ReadFile(*f.ca)
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s: no certificate", *f.ca)
+		}
+		c.HTTP.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+		c.Base = strings.Replace(c.Base, "http://", "https://", 1)
+	}
+	return c, nil
+}
+
+func reqCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 2*time.Minute)
+}
+
+// statusColumns are the events shown by `inactl status`; drops are summed into one column.
+var statusColumns = []string{"claimed", "aggregated", "completed", "duplicate", "flushed", "collision", "preempted", "evicted", "stale", "bypass", "result"}
+
+func cmdStatus(args []string) error {
+	fs := flag.NewFlagSet("status", flag.ExitOnError)
+	cf := addClientFlags(fs)
+	fs.Parse(args)
+	c, err := cf.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := reqCtx()
+	defer cancel()
+	sts, err := c.Status(ctx)
+	if err != nil {
+		return err
+	}
+	printStatus(os.Stdout, sts)
+	return nil
+}
+
+func printStatus(out io.Writer, sts []cp.SwitchStatus) {
+	for _, s := range sts {
+		state := "connected"
+		if !s.Connected {
+			state = "DOWN"
+		}
+		fmt.Fprintf(out, "switch %s (%s, %s): %s, pipeline pushes %d, reconciles %d, last diff: %s\n",
+			s.Name, s.Address, s.Target, state, s.PipelinePush, s.Reconciles, or(s.LastDiff, "-"))
+		if s.LastError != "" {
+			fmt.Fprintf(out, "  last error: %s\n", s.LastError)
+		}
+		snap := s.Snapshot
+		if snap == nil {
+			fmt.Fprintln(out, "  no counters read yet")
+			continue
+		}
+		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprint(tw, "  job\t")
+		for _, col := range statusColumns {
+			fmt.Fprintf(tw, "%s\t", col)
+		}
+		fmt.Fprint(tw, "drops\tslots\t\n")
+		jobs := make([]int, 0, len(snap.JobEvents))
+		for j := range snap.JobEvents {
+			jobs = append(jobs, j)
+		}
+		sort.Ints(jobs)
+		row := func(label string, ev map[string]uint64, slots string) {
+			fmt.Fprintf(tw, "  %s\t", label)
+			for _, col := range statusColumns {
+				fmt.Fprintf(tw, "%d\t", ev[col])
+			}
+			var drops uint64
+			for k, v := range ev {
+				if strings.HasPrefix(k, "drop_") {
+					drops += v
+				}
+			}
+			fmt.Fprintf(tw, "%d\t%s\t\n", drops, slots)
+		}
+		for _, j := range jobs {
+			slots := "?"
+			if snap.SlotsHeld != nil {
+				slots = strconv.Itoa(snap.SlotsHeld[j])
+			}
+			row(strconv.Itoa(j), snap.JobEvents[j], slots)
+		}
+		row("all", snap.Events, "")
+		tw.Flush()
+		if snap.SlotsErr != "" {
+			fmt.Fprintf(out, "  slots not read: %s\n", snap.SlotsErr)
+		}
+		fmt.Fprintf(out, "  read at %s\n", snap.Time.Format(time.RFC3339))
+	}
+}
+
+func cmdJob(args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("job: want add, remove, priority or ina")
+	}
+	fs := flag.NewFlagSet("job "+args[0], flag.ExitOnError)
+	cf := addClientFlags(fs)
+	file := fs.String("file", "", "job spec (YAML or JSON), for add")
+	fs.Parse(args[1:])
+	c, err := cf.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := reqCtx()
+	defer cancel()
+	rest := fs.Args()
+	id := func() (int, error) {
+		if len(rest) < 1 {
+			return 0, fmt.Errorf("job %s: missing job id", args[0])
+		}
+		return strconv.Atoi(rest[0])
+	}
+	switch args[0] {
+	case "add":
+		if *file == "" {
+			return fmt.Errorf("job add: --file is required")
+		}
+		b, err := os.ReadFile(*file)
+		if err != nil {
+			return err
+		}
+		j, err := cp.ParseJob(b, *file)
+		if err != nil {
+			return err
+		}
+		if err := c.AddJob(ctx, *j); err != nil {
+			return err
+		}
+		fmt.Printf("job %d added\n", j.ID)
+	case "remove":
+		n, err := id()
+		if err != nil {
+			return err
+		}
+		if err := c.RemoveJob(ctx, n); err != nil {
+			return err
+		}
+		fmt.Printf("job %d removed\n", n)
+	case "priority":
+		n, err := id()
+		if err != nil {
+			return err
+		}
+		if len(rest) != 2 {
+			return fmt.Errorf("job priority: want ID CAP")
+		}
+		pcap, err := strconv.Atoi(rest[1])
+		if err != nil {
+			return fmt.Errorf("job priority: cap %q: %w", rest[1], err)
+		}
+		if err := c.UpdateJob(ctx, n, api.JobPatch{PriorityCap: &pcap}); err != nil {
+			return err
+		}
+		fmt.Printf("job %d priority cap %d\n", n, pcap)
+	case "ina":
+		n, err := id()
+		if err != nil {
+			return err
+		}
+		if len(rest) != 2 || (rest[1] != "on" && rest[1] != "off") {
+			return fmt.Errorf("job ina: want ID on|off")
+		}
+		on := rest[1] == "on"
+		if err := c.UpdateJob(ctx, n, api.JobPatch{INA: &on}); err != nil {
+			return err
+		}
+		fmt.Printf("job %d INA %s\n", n, rest[1])
+	default:
+		return fmt.Errorf("job: unknown subcommand %q (add, remove, priority, ina)", args[0])
+	}
+	return nil
+}

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/inapack/inapack/controlplane/netpack"
+	"github.com/inapack/inapack/controlplane/sim"
+	"github.com/inapack/inapack/controlplane/sim/plot"
+	"github.com/inapack/inapack/controlplane/sim/trace"
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+)
+
+func init() {
+	register("sim", "simulate a job trace under one placement policy", runSim)
+}
+
+// simFlags are the flags sim and compare share: workload, cluster and model.
+type simFlags struct {
+	trace, format, paiTasks string
+	skipBad                 bool
+	synthetic               int
+	load                    float64
+	seed                    uint64
+	cluster, uniform        string
+	nicGbps, oversub        float64
+	interval, warmup        float64
+	slots                   string
+	skew, psTime            float64
+	noINA                   bool
+	estimate                string
+	progress                bool
+	jobsCSV, plots          string
+}
+
+func (f *simFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.trace, "trace", "", "job trace file (csv job_id,submit_time_s,num_gpus,duration_s; Philly cluster_job_log JSON; Alibaba pai_job_table)")
+	fs.StringVar(&f.format, "format", "auto", "trace format: auto, csv, philly, pai")
+	fs.StringVar(&f.paiTasks, "pai-tasks", "", "Alibaba pai_task_table.csv giving PAI jobs' GPU counts (without it every PAI job has 1 GPU)")
+	fs.BoolVar(&f.skipBad, "skip-bad", false, "skip malformed trace rows (counted) instead of failing")
+	fs.IntVar(&f.synthetic, "synthetic", 0, "instead of -trace, generate this many jobs calibrated to the ITP statistics")
+	fs.Float64Var(&f.load, "load", 0.8, "offered load (GPU-time / capacity) of -synthetic workloads")
+	fs.Uint64Var(&f.seed, "seed", 1, "seed of -synthetic workloads")
+	fs.StringVar(&f.cluster, "cluster", "", "cluster file (YAML or JSON); default -uniform")
+	fs.StringVar(&f.uniform, "uniform", "16x8x8", "uniform cluster RACKSxMACHINESxGPUS when -cluster is not given")
+	fs.Float64Var(&f.nicGbps, "nic-gbps", 0, "with -uniform: host NIC capacity in Gbit/s (default 100)")
+	fs.Float64Var(&f.oversub, "oversub", 0, "with -uniform: ToR oversubscription, rack NICs : uplink (default 2)")
+	fs.Float64Var(&f.interval, "interval", 60, "scheduling interval in seconds")
+	fs.Float64Var(&f.warmup, "warmup", -1, "seconds of warm-up left out of the summary; -1: one day when the trace spans 3 days or more, else 0")
+	fs.StringVar(&f.slots, "slots", "esa", "switch slot policy: esa (free on completion) or atp (free when the PS answers)")
+	fs.Float64Var(&f.skew, "skew", 0.5, "time between a chunk's first and last contribution, as a fraction of the rack RTT")
+	fs.Float64Var(&f.psTime, "ps-time", 5e-6, "seconds the PS takes to answer a completed chunk (ATP hold time)")
+	fs.BoolVar(&f.noINA, "no-ina", false, "disable in-network aggregation everywhere")
+	fs.StringVar(&f.estimate, "estimate", "joint", "estimator NetPack scores with: joint or separate")
+	fs.BoolVar(&f.progress, "progress", false, "show a progress bar even when stderr is not a terminal")
+	fs.StringVar(&f.jobsCSV, "jobs-csv", "", "write per-job results to this CSV file")
+	fs.StringVar(&f.plots, "plots", "", "write JCT CDF and mean-JCT plots (PNG and SVG) into this directory")
+}
+
+// workload loads the trace and cluster and converts one for the other.
+func (f *simFlags) workload() (*sim.Workload, *trace.Trace, error) {
+	c, err := loadClusterFlag(f.cluster, f.uniform)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := sim.SetLinks(c, f.nicGbps, f.oversub); err != nil {
+		return nil, nil, err
+	}
+	var tr *trace.Trace
+	switch {
+	case f.trace != "" && f.synthetic > 0:
+		return nil, nil, errors.New("give -trace or -synthetic, not both")
+	case f.trace != "":
+		tr, err = trace.LoadFile(f.trace, trace.Format(f.format), f.paiTasks, trace.Options{SkipBad: f.skipBad})
+	case f.synthetic > 0:
+		tr, err = trace.Synthetic(trace.SynthConfig{Jobs: f.synthetic, TotalGPUs: c.TotalGPUs(), Load: f.load,
+			MaxGPUs: c.TotalGPUs()}, f.seed)
+	default:
+		return nil, nil, errors.New("-trace FILE or -synthetic N is required")
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if tr.Skipped > 0 {
+		fmt.Fprintf(os.Stderr, "netpack: skipped %d malformed trace rows\n", tr.Skipped)
+	}
+	if len(tr.Jobs) == 0 {
+		return nil, nil, errors.New("the trace has no usable job")
+	}
+	mode := netpack.Joint
+	switch f.estimate {
+	case "joint":
+	case "separate":
+		mode = netpack.Separate
+	default:
+		return nil, nil, fmt.Errorf("-estimate %q: want joint or separate", f.estimate)
+	}
+	warm := f.warmup
+	if warm < 0 {
+		warm = 0
+		if tr.Span() >= 3*86400 {
+			warm = 86400
+		}
+	}
+	setup := sim.Setup{Cluster: c, Slots: sim.SlotModel{Policy: sim.SlotPolicy(f.slots), SkewFrac: f.skew, PSSec: f.psTime},
+		INA: !f.noINA, Mode: mode, Interval: f.interval, Warmup: warm}
+	w, err := sim.Prepare(setup, tr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(w.TooBig) > 0 {
+		fmt.Fprintf(os.Stderr, "netpack: left out %d jobs larger than the cluster's %d GPUs\n", len(w.TooBig), c.TotalGPUs())
+	}
+	return w, tr, nil
+}
+
+// progressFunc returns a progress callback drawing a bar on stderr, or nil when stderr is not a
+// terminal and -progress is off.
+func (f *simFlags) progressFunc(total int, what string) (func(done, total int), func()) {
+	if !f.progress && !term.IsTerminal(int(os.Stderr.Fd())) {
+		return nil, func() {}
+	}
+	bar := progressbar.NewOptions(total, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(), progressbar.OptionThrottle(100_000_000), progressbar.OptionClearOnFinish())
+	return func(done, _ int) { _ = bar.Set(done) }, func() { _ = bar.Finish() }
+}
+
+// outputs writes the per-job CSV and plots the flags ask for.
+func (f *simFlags) outputs(results []*sim.Result) error {
+	if f.jobsCSV != "" {
+		fh, err := os.Create(f.jobsCSV)
+		if err != nil {
+			return err
+		}
+		if err := sim.WriteJobsCSV(fh, results...); err != nil {
+			fh.Close()
+			return err
+		}
+		if err := fh.Close(); err != nil {
+			return err
+		}
+	}
+	if f.plots != "" {
+		return writePlots(f.plots, results)
+	}
+	return nil
+}
+
+// writePlots draws the JCT CDF per policy and the mean JCT bars.
+func writePlots(dir string, results []*sim.Result) error {
+	var series []plot.Series
+	var names []string
+	var means []float64
+	for _, r := range results {
+		var jcts []float64
+		for i := range r.Jobs {
+			if r.Jobs[i].Submit >= r.Warmup {
+				jcts = append(jcts, r.Jobs[i].JCT()/3600)
+			}
+		}
+		series = append(series, plot.Series{Name: r.Policy, Values: jcts})
+		names = append(names, r.Policy)
+		means = append(means, r.Summary.MeanJCT/3600)
+	}
+	cdf, err := plot.CDF("JCT distribution", "JCT (hours, log scale)", series)
+	if err != nil {
+		return err
+	}
+	if err := plot.Save(cdf, filepath.Join(dir, "jct-cdf")); err != nil {
+		return err
+	}
+	bars, err := plot.Bars("Mean JCT", "hours", names, means)
+	if err != nil {
+		return err
+	}
+	return plot.Save(bars, filepath.Join(dir, "jct-mean"))
+}
+
+func runSim(args []string) error {
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	var f simFlags
+	f.register(fs)
+	policy := fs.String("policy", "netpack", fmt.Sprintf("placement policy %v", netpack.PolicyNames()))
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %v", fs.Args())
+	}
+	w, _, err := f.workload()
+	if err != nil {
+		return err
+	}
+	prog, done := f.progressFunc(len(w.Jobs), *policy)
+	res, err := w.Run(*policy, prog)
+	done()
+	if err != nil {
+		return err
+	}
+	if err := sim.WriteSummary(os.Stdout, *policy, res); err != nil {
+		return err
+	}
+	return f.outputs([]*sim.Result{res})
+}

@@ -1,0 +1,185 @@
+package api
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	cp "github.com/inapack/inapack/controlplane"
+	"github.com/inapack/inapack/p4src"
+	"github.com/inapack/inapack/p4src/model"
+	"github.com/inapack/inapack/refswitch"
+	"google.golang.org/grpc"
+)
+
+const config = `
+switches:
+  - name: s1
+    address: ADDR
+    device_id: 1
+    target: ref
+jobs:
+  - id: 5
+    switches:
+      - switch: s1
+        ps: {port: 3, mac: "02:00:00:00:00:03", ip: 10.0.0.3}
+        members: [{port: 1, worker_bit: 0}, {port: 2, worker_bit: 1}]
+        result: {port: 3, multicast_group: 5}
+`
+
+const job6 = `
+id: 6
+priority_cap: 2
+switches:
+  - switch: s1
+    ps: {port: 4, mac: "02:00:00:00:00:04", ip: 10.0.0.4}
+    members: [{port: 1, worker_bit: 0}]
+`
+
+func setup(t *testing.T, token string) (*model.Switch, *Client) {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := model.New()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	g := grpc.NewServer()
+	refswitch.NewP4RuntimeServer(sw, refswitch.WithDeviceID(1), refswitch.WithLogger(quiet)).Register(g)
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	cfg, err := cp.ParseConfig([]byte(strings.Replace(config, "ADDR", lis.Addr().String(), 1)), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cp.New(cfg, cp.Options{DefaultP4Info: p4src.P4Info, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Apply(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(Handler(c, token, quiet))
+	t.Cleanup(srv.Close)
+	return sw, NewClient(srv.URL, token)
+}
+
+func TestJobAPI(t *testing.T) {
+	sw, cl := setup(t, "s3cret")
+	ctx := context.Background()
+	j, err := cp.ParseJob([]byte(job6), "job6.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.AddJob(ctx, *j); err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := sw.Job(model.JobKey{Job: 6, Port: 1}); !ok || e.PriorityCap != 2 || e.FanIn != 1 {
+		t.Fatalf("job 6 = %+v %v", e, ok)
+	}
+	if err := cl.AddJob(ctx, *j); err == nil || !strings.Contains(err.Error(), "409") {
+		t.Fatalf("duplicate add: %v", err)
+	}
+	bad := *j
+	bad.ID = 2000
+	if err := cl.AddJob(ctx, bad); err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "out of 1..1023") {
+		t.Fatalf("bad job id: %v", err)
+	}
+	seven := 7
+	if err := cl.UpdateJob(ctx, 6, JobPatch{PriorityCap: &seven}); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := sw.Job(model.JobKey{Job: 6, Port: 1}); e.PriorityCap != 7 {
+		t.Fatalf("priority not changed: %+v", e)
+	}
+	off := false
+	if err := cl.UpdateJob(ctx, 5, JobPatch{INA: &off}); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := sw.Job(model.JobKey{Job: 5, Port: 1}); e.INAEnabled {
+		t.Fatalf("INA not disabled: %+v", e)
+	}
+	jobs, err := cl.Jobs(ctx)
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("jobs %v %v", jobs, err)
+	}
+	if err := cl.RemoveJob(ctx, 6); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := sw.PS(6); ok {
+		t.Fatal("job 6 not removed")
+	}
+	if _, ok := sw.PS(5); !ok {
+		t.Fatal("job 5 removed too")
+	}
+	if err := cl.RemoveJob(ctx, 6); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("second remove: %v", err)
+	}
+	sts, err := cl.Status(ctx)
+	if err != nil || len(sts) != 1 || !sts[0].Connected {
+		t.Fatalf("status %+v %v", sts, err)
+	}
+}
+
+func TestTokenRequired(t *testing.T) {
+	_, cl := setup(t, "s3cret")
+	cl.Token = "wrong"
+	if _, err := cl.Jobs(context.Background()); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("wrong token: %v", err)
+	}
+	resp, err := http.Get(cl.Base + "/v1/jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("no token: %s", resp.Status)
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	_, cl := setup(t, "")
+	for _, tc := range []struct{ method, path, body string }{
+		{"POST", "/v1/jobs", "{not json"},
+		{"POST", "/v1/jobs", `{"id": 9, "bogus": 1}`},
+		{"PATCH", "/v1/jobs/5", `{}`},
+		{"DELETE", "/v1/jobs/abc", ``},
+	} {
+		req, _ := http.NewRequest(tc.method, cl.Base+tc.path, strings.NewReader(tc.body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s %s %q: %s, want 400", tc.method, tc.path, tc.body, resp.Status)
+		}
+	}
+}
+
+func TestCheckExposure(t *testing.T) {
+	if err := CheckExposure("127.0.0.1:1", "", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckExposure("[::1]:1", "", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckExposure("0.0.0.0:1", "tok", false); err == nil {
+		t.Fatal("non-loopback without TLS accepted")
+	}
+	if err := CheckExposure("0.0.0.0:1", "", true); err == nil {
+		t.Fatal("non-loopback without token accepted")
+	}
+	if err := CheckExposure("10.0.0.1:1", "tok", true); err != nil {
+		t.Fatal(err)
+	}
+}

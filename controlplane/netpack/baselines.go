@@ -1,0 +1,259 @@
+package netpack
+
+import (
+	"math"
+	"slices"
+)
+
+// Baselines: FIFO admission with backfilling (admitFIFO), INA on for every job but ignored when
+// placing, equal ESA priority (0) for all, as in the paper's comparison. Each differs only in how
+// it picks machines and the PS.
+func init() {
+	register("gpu-balance", func(o Options) Policy { return &baseline{"gpu-balance", o, gpuBalance, psOnLargestWorker} })
+	register("flow-balance", func(o Options) Policy { return &baseline{"flow-balance", o, flowBalance, psFewestFlows} })
+	register("min-frag", func(o Options) Policy { return &baseline{"min-frag", o, minFrag, psOnLargestWorker} })
+	register("tetris", func(o Options) Policy { return &baseline{"tetris", o, tetris, psMostSpareBandwidth} })
+	register("gandiva", func(o Options) Policy { return &baseline{"gandiva", o, consolidate, psOnLargestWorker} })
+}
+
+type baseline struct {
+	name  string
+	opt   Options
+	place func(w *blWork, j *Job) []Worker
+	ps    func(w *blWork, ws []Worker) MachineID
+}
+
+// blWork is what the baselines see: free GPUs, and per machine NIC the number of streams ending
+// there and the sum of their compute-bound demands (bytes/s), as a scheduler that knows the jobs'
+// profiles but not the network equilibrium would.
+type blWork struct {
+	c        *Cluster
+	free     []int
+	flows    []int
+	demand   []float64
+	rackFree []int
+}
+
+func (b *baseline) Name() string { return b.name }
+
+func (b *baseline) Schedule(st *State, waiting []*Job) []Placement {
+	w := &blWork{c: st.Cluster, free: slices.Clone(st.free), flows: make([]int, len(st.free)),
+		demand: make([]float64, len(st.free)), rackFree: make([]int, len(st.Cluster.Racks))}
+	for m, f := range w.free {
+		w.rackFree[st.Cluster.Machines[m].Rack] += f
+	}
+	for i := range st.Running {
+		w.addTraffic(&st.Running[i])
+	}
+	var out []Placement
+	for _, j := range admitFIFO(st, waiting) {
+		ws := b.place(w, j)
+		if ws == nil {
+			continue
+		}
+		sortWorkers(ws)
+		p := Placement{Job: j, Workers: ws, PS: b.ps(w, ws), INA: !b.opt.NoINA}
+		for _, wk := range ws {
+			w.free[wk.Machine] -= wk.GPUs
+			w.rackFree[w.c.Machines[wk.Machine].Rack] -= wk.GPUs
+		}
+		w.addTraffic(&p)
+		out = append(out, p)
+	}
+	return out
+}
+
+func (w *blWork) addTraffic(p *Placement) {
+	d := p.Job.Model.GradientBytes / p.Job.Model.ComputeSec
+	for _, wk := range p.Workers {
+		if wk.Machine != p.PS {
+			w.flows[wk.Machine]++
+			w.flows[p.PS]++
+			w.demand[wk.Machine] += d
+			w.demand[p.PS] += d
+		}
+	}
+}
+
+// takeInOrder takes min(free, remaining) GPUs from machines in the given order.
+func (w *blWork) takeInOrder(order []MachineID, g int) []Worker {
+	var ws []Worker
+	for _, m := range order {
+		if g == 0 {
+			break
+		}
+		if t := min(w.free[m], g); t > 0 {
+			ws = append(ws, Worker{Machine: m, GPUs: t})
+			g -= t
+		}
+	}
+	if g > 0 {
+		return nil
+	}
+	return ws
+}
+
+func (w *blWork) machinesWithFree() []MachineID {
+	var ms []MachineID
+	for m, f := range w.free {
+		if f > 0 {
+			ms = append(ms, MachineID(m))
+		}
+	}
+	return ms
+}
+
+// gpuBalance gives the job one GPU at a time, each to the machine with the most free GPUs left
+// (ties: lowest id): processors stay evenly loaded, jobs spread.
+func gpuBalance(w *blWork, j *Job) []Worker {
+	ms := w.machinesWithFree()
+	left := make(map[MachineID]int, j.GPUs)
+	h := &freeHeap{free: w.free, left: left, ms: ms}
+	h.init()
+	for g := 0; g < j.GPUs; g++ {
+		m, ok := h.popMax()
+		if !ok {
+			return nil
+		}
+		left[m]++
+		h.push(m)
+	}
+	var ws []Worker
+	for m, t := range left {
+		ws = append(ws, Worker{Machine: m, GPUs: t})
+	}
+	return ws
+}
+
+// flowBalance fills machines whose NICs end the fewest streams first (ties: most free GPUs).
+func flowBalance(w *blWork, j *Job) []Worker {
+	ms := w.machinesWithFree()
+	slices.SortStableFunc(ms, func(a, b MachineID) int {
+		if w.flows[a] != w.flows[b] {
+			return w.flows[a] - w.flows[b]
+		}
+		return w.free[b] - w.free[a]
+	})
+	return w.takeInOrder(ms, j.GPUs)
+}
+
+// minFrag is best fit: the machine with the fewest free GPUs that holds the job, else machines
+// with the fewest free GPUs first, so whole machines stay free.
+func minFrag(w *blWork, j *Job) []Worker {
+	ms := w.machinesWithFree()
+	slices.SortStableFunc(ms, func(a, b MachineID) int { return w.free[a] - w.free[b] })
+	for _, m := range ms {
+		if w.free[m] >= j.GPUs {
+			return []Worker{{Machine: m, GPUs: j.GPUs}}
+		}
+	}
+	return w.takeInOrder(ms, j.GPUs)
+}
+
+// tetris is multi-resource packing after Grandl et al. (SIGCOMM'14): repeatedly pick the machine
+// whose free resources best align with the job's demand there, alignment being the dot product of
+// the normalised demand vector (GPUs taken, one stream's bandwidth) and the machine's normalised
+// free vector (free GPUs, NIC capacity not yet promised to streams).
+func tetris(w *blWork, j *Job) []Worker {
+	d := j.Model.GradientBytes / j.Model.ComputeSec
+	g := j.GPUs
+	taken := map[MachineID]bool{}
+	var ws []Worker
+	for g > 0 {
+		best, bestS := MachineID(-1), math.Inf(-1)
+		for m, f := range w.free {
+			if f == 0 || taken[MachineID(m)] {
+				continue
+			}
+			mc := &w.c.Machines[m]
+			nic := mc.NICGbps * 1e9 / 8
+			t := float64(min(f, g))
+			s := t/float64(mc.GPUs)*float64(f)/float64(mc.GPUs) + math.Min(1, d/nic)*math.Max(0, nic-w.demand[m])/nic
+			if s > bestS {
+				best, bestS = MachineID(m), s
+			}
+		}
+		if best < 0 {
+			return nil
+		}
+		t := min(w.free[best], g)
+		ws = append(ws, Worker{Machine: best, GPUs: t})
+		taken[best] = true
+		g -= t
+	}
+	return ws
+}
+
+// consolidate follows Gandiva (Xiao et al., OSDI'18) and Tiresias (Gu et al., NSDI'19): pack a job
+// onto as few machines and racks as possible: best-fit machine, else the best-fit rack that holds
+// it (machines with most free GPUs first), else racks with the most free GPUs first.
+func consolidate(w *blWork, j *Job) []Worker {
+	g := j.GPUs
+	best := MachineID(-1)
+	for m, f := range w.free {
+		if f >= g && (best < 0 || f < w.free[best]) {
+			best = MachineID(m)
+		}
+	}
+	if best >= 0 {
+		return []Worker{{Machine: best, GPUs: g}}
+	}
+	rack := -1
+	for r, f := range w.rackFree {
+		if f >= g && (rack < 0 || f < w.rackFree[rack]) {
+			rack = r
+		}
+	}
+	var racks []int
+	if rack >= 0 {
+		racks = []int{rack}
+	} else {
+		for r := range w.c.Racks {
+			racks = append(racks, r)
+		}
+		slices.SortStableFunc(racks, func(a, b int) int { return w.rackFree[b] - w.rackFree[a] })
+	}
+	var order []MachineID
+	for _, r := range racks {
+		rk := &w.c.Racks[r]
+		var ms []MachineID
+		for m := rk.First; m < rk.First+MachineID(rk.Count); m++ {
+			if w.free[m] > 0 {
+				ms = append(ms, m)
+			}
+		}
+		slices.SortStableFunc(ms, func(a, b MachineID) int { return w.free[b] - w.free[a] })
+		order = append(order, ms...)
+	}
+	return w.takeInOrder(order, g)
+}
+
+func psOnLargestWorker(_ *blWork, ws []Worker) MachineID {
+	best := ws[0]
+	for _, wk := range ws[1:] {
+		if wk.GPUs > best.GPUs {
+			best = wk
+		}
+	}
+	return best.Machine
+}
+
+func psFewestFlows(w *blWork, _ []Worker) MachineID {
+	best := MachineID(0)
+	for m := range w.flows {
+		if w.flows[m] < w.flows[best] {
+			best = MachineID(m)
+		}
+	}
+	return best
+}
+
+func psMostSpareBandwidth(w *blWork, _ []Worker) MachineID {
+	best, bestS := MachineID(0), math.Inf(-1)
+	for m := range w.demand {
+		if s := w.c.Machines[m].NICGbps*1e9/8 - w.demand[m]; s > bestS {
+			best, bestS = MachineID(m), s
+		}
+	}
+	return best
+}

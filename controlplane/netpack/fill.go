@@ -1,0 +1,175 @@
+package netpack
+
+import "math"
+
+// fill water-fills the jobs in comp against the load already on each resource (e.load must not
+// include comp's contributions): every active job's flow rises together; a job freezes when a
+// link it loads saturates or it reaches its compute-bound flow; when a ToR's INA capacity
+// saturates, the active jobs aggregating there keep their INA share and send the rest unaggregated
+// (fallback to the PS), which raises their load on links. skip excludes resources and inaFreezes
+// makes INA saturation freeze jobs like a link (both for Separate mode).
+// On return e.load includes comp's new contributions.
+func (e *Estimator) fill(comp []*ejob, skip func(int32) bool, inaFreezes bool) {
+	e.epoch++
+	e.touched = e.touched[:0]
+	active := 0
+	for _, j := range comp {
+		j.f = 0
+		for i := range j.shares {
+			j.shares[i] = math.Inf(1)
+		}
+		j.active = false
+		j.bottleneck = bnLocal
+		for _, u := range j.uses {
+			if skip != nil && skip(u.res) {
+				continue
+			}
+			if e.mark[u.res] != e.epoch {
+				e.mark[u.res] = e.epoch
+				e.touched = append(e.touched, u.res)
+				e.slope[u.res] = 0
+				e.base[u.res] = e.load[u.res]
+			}
+			e.slope[u.res] += u.kA
+			j.active = true
+		}
+		if j.active {
+			active++
+		} else {
+			j.f = j.demand
+		}
+	}
+	level := 0.0
+	for active > 0 {
+		dt := math.Inf(1)
+		for _, j := range comp {
+			if j.active {
+				dt = math.Min(dt, j.demand-level)
+			}
+		}
+		for _, r := range e.touched {
+			if s := e.slope[r]; s > 0 {
+				dt = math.Min(dt, (e.cap[r]-e.load[r])/s)
+			}
+		}
+		dt = math.Max(dt, 0)
+		level += dt
+		for _, r := range e.touched {
+			e.load[r] += e.slope[r] * dt
+		}
+		for _, r := range e.touched {
+			if e.slope[r] <= 0 || !e.saturated(r) {
+				continue
+			}
+			if e.x.isINA(r) && !inaFreezes {
+				e.saturateINA(r, level)
+				continue
+			}
+			for _, k := range e.users[r] {
+				if k.active && e.slopeOn(k, r, level, skip) > 0 {
+					e.freeze(k, level, r, skip)
+					active--
+				}
+			}
+		}
+		for _, j := range comp {
+			if j.active && level >= j.demand*(1-1e-12) {
+				e.freeze(j, level, bnCompute, skip)
+				active--
+			}
+		}
+	}
+	// Recompute loads from contributions so incremental and full fills agree to rounding.
+	for _, r := range e.touched {
+		e.load[r] = e.base[r]
+	}
+	for _, j := range comp {
+		for _, u := range j.uses {
+			if skip == nil || !skip(u.res) {
+				e.load[u.res] += u.load(j.f, j.shares)
+			}
+		}
+	}
+}
+
+// saturateINA fixes the INA share of every active job aggregating at INA resource r.
+func (e *Estimator) saturateINA(r int32, level float64) {
+	for _, k := range e.users[r] {
+		if !k.active {
+			continue
+		}
+		for i, rack := range k.inaRacks {
+			if e.x.ina(rack) != r || !math.IsInf(k.shares[i], 1) {
+				continue
+			}
+			k.shares[i] = level
+			for _, u := range k.uses {
+				if int(u.inaSlot) == i && e.mark[u.res] == e.epoch {
+					e.slope[u.res] += u.kF - u.kA
+				}
+			}
+		}
+	}
+}
+
+func (e *Estimator) slopeOn(k *ejob, r int32, level float64, skip func(int32) bool) float64 {
+	s := 0.0
+	for _, u := range k.uses {
+		if u.res == r && (skip == nil || !skip(r)) {
+			s += u.slope(level, k.shares)
+		}
+	}
+	return s
+}
+
+func (e *Estimator) freeze(k *ejob, level float64, why int32, skip func(int32) bool) {
+	k.f = level
+	k.active = false
+	k.bottleneck = why
+	for _, u := range k.uses {
+		if skip == nil || !skip(u.res) {
+			e.slope[u.res] -= u.slope(level, k.shares)
+		}
+	}
+}
+
+// refillAll recomputes every job from scratch.
+func (e *Estimator) refillAll() {
+	clear(e.load)
+	comp := make([]*ejob, 0, len(e.jobs))
+	for _, j := range e.jobs {
+		comp = append(comp, j)
+	}
+	if e.mode == Separate {
+		e.fillSeparate(comp)
+		return
+	}
+	e.fill(comp, nil, false)
+}
+
+// fillSeparate estimates bandwidth assuming INA never runs out, and INA ignoring links, then gives
+// each job the smaller of the two; loads are those of the combined flows with full aggregation.
+func (e *Estimator) fillSeparate(comp []*ejob) {
+	isINA := func(r int32) bool { return e.x.isINA(r) }
+	notINA := func(r int32) bool { return !e.x.isINA(r) }
+	e.fill(comp, isINA, false)
+	bw := make([]float64, len(comp))
+	bn := make([]int32, len(comp))
+	for i, j := range comp {
+		bw[i], bn[i] = j.f, j.bottleneck
+	}
+	clear(e.load)
+	e.fill(comp, notINA, true)
+	clear(e.load)
+	for i, j := range comp {
+		if bw[i] <= j.f {
+			j.f, j.bottleneck = bw[i], bn[i]
+		}
+		for k := range j.shares {
+			j.shares[k] = math.Inf(1)
+		}
+		for _, u := range j.uses {
+			e.load[u.res] += u.load(j.f, j.shares)
+		}
+	}
+}

@@ -1,0 +1,347 @@
+package netpack
+
+import (
+	"math"
+	"slices"
+	"sort"
+)
+
+func init() {
+	register("netpack", func(o Options) Policy { return &netpackPolicy{opt: o} })
+}
+
+// netpackPolicy is NetPack. It keeps its own Estimator between calls and brings it up to date
+// with the State it is given (adding and removing the jobs that changed), so a call costs the
+// changes, not the cluster. Not safe for concurrent use.
+type netpackPolicy struct {
+	opt     Options
+	est     *Estimator
+	st      *State   // the state est mirrors
+	gen     uint64   // st's generation est has caught up with
+	pending []string // jobs placed by the last Schedule, in est whether or not the caller applied them
+}
+
+func (p *netpackPolicy) Name() string {
+	n := "netpack"
+	if p.opt.Mode == Separate {
+		n += "-separate"
+	}
+	if p.opt.NoINA {
+		n += "-noina"
+	}
+	return n
+}
+
+// npWork is one Schedule call's scratch: free GPUs as jobs are placed, and the estimator.
+type npWork struct {
+	c        *Cluster
+	est      *Estimator
+	free     []int
+	rackFree []int
+	noINA    bool
+}
+
+// Candidate racks for the worker DP.
+const (
+	singleRackCandidates = 3
+	multiRackCandidates  = 6
+	psWorkerCandidates   = 4
+	// maxDPGPUs bounds the DP's GPU dimension; larger jobs are spread over the fullest machines.
+	maxDPGPUs = 1024
+)
+
+func (p *netpackPolicy) Schedule(st *State, waiting []*Job) []Placement {
+	p.sync(st)
+	w := &npWork{c: st.Cluster, est: p.est, free: slices.Clone(st.free), rackFree: make([]int, len(st.Cluster.Racks)), noINA: p.opt.NoINA}
+	for m, f := range w.free {
+		w.rackFree[st.Cluster.Machines[m].Rack] += f
+	}
+	maxFree := slices.Max(append([]int{0}, w.free...))
+	nicBps := 0.0
+	for _, m := range st.Cluster.Machines {
+		nicBps = math.Max(nicBps, m.NICGbps*1e9/8)
+	}
+	n := float64(len(waiting))
+	value := func(i int) float64 {
+		j := waiting[i]
+		rho := 1.0
+		if j.GPUs > maxFree {
+			rho = math.Min(1, nicBps/(j.Model.GradientBytes/j.Model.ComputeSec))
+		}
+		return float64(j.GPUs) * rho * (1 + (n-float64(i))/n)
+	}
+	idx := admitKnapsack(st, waiting, value)
+	//ORDER
+	var out []Placement
+	for _, i := range idx {
+		j := waiting[i]
+		pl, ok := w.place(j)
+		if !ok {
+			continue
+		}
+		pl.Priority = esaPriority(j)
+		if err := w.est.Add(pl); err != nil {
+			continue // cannot happen for a placement built here; never start a job the estimator rejects
+		}
+		for _, wk := range pl.Workers {
+			w.free[wk.Machine] -= wk.GPUs
+			w.rackFree[w.c.Machines[wk.Machine].Rack] -= wk.GPUs
+		}
+		out = append(out, pl)
+	}
+	w.enableINA(out)
+	for _, pl := range out {
+		p.pending = append(p.pending, pl.Job.ID)
+	}
+	return out
+}
+
+// sync brings the policy's estimator to st's running set: through st's change journal when it
+// is the state seen last time, else by comparing every running job.
+func (p *netpackPolicy) sync(st *State) {
+	if p.est == nil || p.est.c != st.Cluster {
+		p.est = NewEstimator(st.Cluster, p.opt.Mode)
+		p.est.full = p.opt.FullEstimate
+		for _, r := range st.Running {
+			_ = p.est.add(r, false) // st.Add validated it
+		}
+		p.est.refillAll()
+		p.st, p.gen, p.pending = st, st.gen, nil
+		return
+	}
+	ids, now, ok := st.changesSince(p.gen)
+	if p.st != st || !ok {
+		ids = ids[:0]
+		for id := range p.est.jobs {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, r := range st.Running {
+			ids = append(ids, r.Job.ID)
+		}
+	}
+	ids = append(slices.Clone(p.pending), ids...)
+	for _, id := range ids {
+		p.syncJob(st, id)
+	}
+	p.st, p.gen, p.pending = st, now, p.pending[:0]
+}
+
+// syncJob makes the estimator's view of one job match st.
+func (p *netpackPolicy) syncJob(st *State, id string) {
+	r, running := st.Lookup(id)
+	j, known := p.est.jobs[id]
+	if known && (!running || r.Job != j.p.Job || r.PS != j.p.PS || r.INA != j.p.INA || !slices.Equal(r.Workers, j.p.Workers)) {
+		p.est.Remove(id)
+		known = false
+	}
+	if running && !known {
+		_ = p.est.Add(r)
+	}
+}
+
+// place chooses workers and the PS for one job, or reports that it does not fit.
+func (w *npWork) place(j *Job) (Placement, bool) {
+	g := j.GPUs
+	// A job that fits one machine needs no network: best fit (fewest free GPUs left), lowest id.
+	best := MachineID(-1)
+	for m, f := range w.free {
+		if f >= g && (best < 0 || f < w.free[best]) {
+			best = MachineID(m)
+		}
+	}
+	if best >= 0 {
+		return Placement{Job: j, Workers: []Worker{{Machine: best, GPUs: g}}, PS: best, INA: !w.noINA}, true
+	}
+	if g > maxDPGPUs {
+		if ws := spreadFullest(w.free, g); ws != nil {
+			return Placement{Job: j, Workers: ws, PS: ws[0].Machine, INA: !w.noINA}, true
+		}
+		return Placement{}, false
+	}
+	d := j.Model.GradientBytes / j.Model.ComputeSec
+	var bestP Placement
+	var bestPred prediction
+	bestV := math.Inf(-1)
+	consider := func(ws []Worker, psCands []MachineID) {
+		for _, ps := range psCands {
+			p := Placement{Job: j, Workers: ws, PS: ps, INA: !w.noINA}
+			if pr := w.est.predict(&p); better(pr.value, bestV) {
+				bestV, bestP, bestPred = pr.value, p, pr
+			}
+		}
+	}
+	// Single rack: the DP gives the best machine set for each flow count; the PS goes in the rack.
+	racks := w.racksBy(func(a, b int) bool { return w.rackFree[a] < w.rackFree[b] }, func(r int) bool { return w.rackFree[r] >= g })
+	for _, r := range racks[:min(len(racks), singleRackCandidates)] {
+		dp := w.newRackDP(r, g, d)
+		for n := 1; n < len(dp.val); n++ {
+			if ws := dp.workers(n, g); ws != nil {
+				consider(ws, w.psCandidates(ws, []int{r}, d))
+			}
+		}
+	}
+	if bestP.Job == nil || bestPred.flow < d*(1-1e-9) || bestPred.harm > 0 {
+		if ws, rs := w.multiRack(g, d); ws != nil {
+			consider(ws, w.psCandidates(ws, rs, d))
+		}
+	}
+	if bestP.Job == nil {
+		// More GPUs than the DP's candidate machines hold: spread over the fullest machines.
+		if ws := spreadFullest(w.free, g); ws != nil {
+			return Placement{Job: j, Workers: ws, PS: ws[0].Machine, INA: !w.noINA}, true
+		}
+	}
+	return bestP, bestP.Job != nil
+}
+
+// spreadFullest takes GPUs from the machines with the most free GPUs (ties: lowest id).
+func spreadFullest(free []int, g int) []Worker {
+	order := make([]MachineID, 0, len(free))
+	for m, f := range free {
+		if f > 0 {
+			order = append(order, MachineID(m))
+		}
+	}
+	slices.SortStableFunc(order, func(a, b MachineID) int { return free[b] - free[a] })
+	var ws []Worker
+	for _, m := range order {
+		if g == 0 {
+			break
+		}
+		t := min(free[m], g)
+		ws = append(ws, Worker{Machine: m, GPUs: t})
+		g -= t
+	}
+	if g > 0 {
+		return nil
+	}
+	sortWorkers(ws)
+	return ws
+}
+
+// racksBy lists racks passing keep, ordered by less then index.
+func (w *npWork) racksBy(less func(a, b int) bool, keep func(int) bool) []int {
+	var rs []int
+	for r := range w.c.Racks {
+		if keep(r) {
+			rs = append(rs, r)
+		}
+	}
+	sort.SliceStable(rs, func(a, b int) bool { return less(rs[a], rs[b]) })
+	return rs
+}
+
+// psCandidates are the worker machines with the most GPUs (colocation saves their stream) and
+// the machine with the most spare NIC in each worker rack.
+func (w *npWork) psCandidates(ws []Worker, racks []int, d float64) []MachineID {
+	order := slices.Clone(ws)
+	slices.SortStableFunc(order, func(a, b Worker) int { return b.GPUs - a.GPUs })
+	var out []MachineID
+	for _, wk := range order[:min(len(order), psWorkerCandidates)] {
+		out = append(out, wk.Machine)
+	}
+	for _, r := range racks {
+		rk := &w.c.Racks[r]
+		best, bestSpare := MachineID(-1), math.Inf(-1)
+		for m := rk.First; m < rk.First+MachineID(rk.Count); m++ {
+			res := w.est.x.nic(m)
+			if s := w.est.cap[res] - w.est.load[res]; s > bestSpare {
+				best, bestSpare = m, s
+			}
+		}
+		if best >= 0 && !slices.Contains(out, best) {
+			out = append(out, best)
+		}
+	}
+	return out
+}
+
+// multiRack spreads a job over racks: per candidate rack the in-rack DP gives, for every GPU count,
+// the best flow count after charging the rack's uplink for the streams it must carry; a DP over
+// racks then picks GPUs per rack. Returns workers and the racks used.
+func (w *npWork) multiRack(g int, d float64) ([]Worker, []int) {
+	racks := w.racksBy(func(a, b int) bool { return w.rackFree[a] > w.rackFree[b] }, func(r int) bool { return w.rackFree[r] > 0 })
+	racks = racks[:min(len(racks), multiRackCandidates)]
+	type opt struct {
+		v float64
+		n int
+	}
+	dps := make([]*rackDP, len(racks))
+	opts := make([][]opt, len(racks)) // opts[i][k]: best flows for k GPUs in rack i
+	for i, r := range racks {
+		dps[i] = w.newRackDP(r, g, d)
+		opts[i] = make([]opt, g+1)
+		upl := w.est.x.uplink(r)
+		spare := math.Max(0, w.est.cap[upl]-w.est.load[upl])
+		inaOK := !w.noINA && w.c.Racks[r].INAMemoryBytes > 0
+		for k := 1; k <= g; k++ {
+			opts[i][k] = opt{math.Inf(-1), 0}
+			for n := 1; n < len(dps[i].val); n++ {
+				v := dps[i].val[n][k]
+				if math.IsInf(v, -1) {
+					continue
+				}
+				o := float64(n)
+				if inaOK && n >= 2 && n <= 32 {
+					o = 1
+				}
+				v -= math.Max(0, o*d-spare) / d
+				if v > opts[i][k].v {
+					opts[i][k] = opt{v, n}
+				}
+			}
+		}
+	}
+	// best[i][k]: best value placing k GPUs in racks 0..i-1; from[i][k]: GPUs given to rack i-1.
+	best := make([][]float64, len(racks)+1)
+	from := make([][]int, len(racks)+1)
+	for i := range best {
+		best[i] = make([]float64, g+1)
+		from[i] = make([]int, g+1)
+		for k := range best[i] {
+			best[i][k] = math.Inf(-1)
+		}
+	}
+	best[0][0] = 0
+	for i := range racks {
+		for k := 0; k <= g; k++ {
+			best[i+1][k], from[i+1][k] = best[i][k], 0
+			for t := 1; t <= k; t++ {
+				if v := best[i][k-t] + opts[i][t].v; v > best[i+1][k]+1e-12 {
+					best[i+1][k], from[i+1][k] = v, t
+				}
+			}
+		}
+	}
+	if math.IsInf(best[len(racks)][g], -1) {
+		return nil, nil
+	}
+	var ws []Worker
+	var used []int
+	k := g
+	for i := len(racks); i > 0; i-- {
+		t := from[i][k]
+		if t == 0 {
+			continue
+		}
+		part := dps[i-1].workers(opts[i-1][t].n, t)
+		if part == nil {
+			return nil, nil
+		}
+		ws = append(ws, part...)
+		used = append(used, racks[i-1])
+		k -= t
+	}
+	sortWorkers(ws)
+	return ws, used
+}
+
+// better reports whether v beats best by more than rounding, so that estimates equal up to
+// floating-point noise keep the earlier (deterministic) candidate.
+func better(v, best float64) bool {
+	if math.IsInf(best, -1) {
+		return !math.IsInf(v, -1)
+	}
+	return v > best+1e-9*math.Max(1, math.Abs(best))
+}

@@ -1,0 +1,123 @@
+package netpack
+
+import (
+	"math"
+	"slices"
+)
+
+// maxDPMachines bounds the machines of one rack the worker DP considers (best first).
+const maxDPMachines = 16
+
+// fragmentCost is added to a machine's DP cost when the job leaves some of its GPUs free: a
+// tie-breaker against fragments, small next to a stream's cost.
+const fragmentCost = 0.01
+
+// rackDP is the worker-placement DP inside one rack: over its best machines, the best total value
+// for every (flows placed, GPUs placed). A flow is one worker machine; a machine's value is minus
+// its cost 1 − (got − taken)/d + got/cap for one more stream on its NIC (shareOf): a stream costs
+// at least the NIC share it consumes, and a NIC already carrying heavy streams costs more (the
+// hotspot penalty), so the DP prefers few streams on quiet machines.
+type rackDP struct {
+	ms   []MachineID
+	val  [][]float64 // val[n][k]; -Inf when infeasible
+	take [][][]uint16
+	g    int
+}
+
+func (w *npWork) newRackDP(rack int, g int, d float64) *rackDP {
+	rk := &w.c.Racks[rack]
+	type cand struct {
+		m     MachineID
+		free  int
+		score float64
+	}
+	var cs []cand
+	for m := rk.First; m < rk.First+MachineID(rk.Count); m++ {
+		if f := w.free[m]; f > 0 {
+			r := w.est.x.nic(m)
+			got, taken := w.est.shareOf(r, 1, d)
+			cs = append(cs, cand{m, f, -(1 - (got-taken)/d + got/w.est.cap[r])})
+		}
+	}
+	slices.SortFunc(cs, func(a, b cand) int {
+		if a.free != b.free {
+			return b.free - a.free
+		}
+		if a.score != b.score {
+			if a.score > b.score {
+				return -1
+			}
+			return 1
+		}
+		return int(a.m) - int(b.m)
+	})
+	if len(cs) > maxDPMachines {
+		cs = cs[:maxDPMachines]
+	}
+	L := len(cs)
+	dp := &rackDP{g: g, val: make([][]float64, L+1), take: make([][][]uint16, L)}
+	for n := range dp.val {
+		dp.val[n] = make([]float64, g+1)
+		for k := range dp.val[n] {
+			dp.val[n][k] = math.Inf(-1)
+		}
+	}
+	dp.val[0][0] = 0
+	for i, c := range cs {
+		dp.ms = append(dp.ms, c.m)
+		dp.take[i] = make([][]uint16, L+1)
+		for n := i + 1; n >= 1; n-- {
+			row := make([]uint16, g+1)
+			dp.take[i][n] = row
+			prev, cur := dp.val[n-1], dp.val[n]
+			for k := g; k >= 1; k-- {
+				for t := 1; t <= min(c.free, k); t++ {
+					if math.IsInf(prev[k-t], -1) {
+						continue
+					}
+					v := prev[k-t] + c.score
+					if t < c.free {
+						v -= fragmentCost
+					}
+					if v > cur[k]+1e-12 {
+						cur[k] = v
+						row[k] = uint16(t)
+					}
+				}
+			}
+		}
+	}
+	return dp
+}
+
+// workers reconstructs the machines for (n flows, k GPUs); nil if infeasible.
+func (dp *rackDP) workers(n, k int) []Worker {
+	if n >= len(dp.val) || k > dp.g || math.IsInf(dp.val[n][k], -1) {
+		return nil
+	}
+	// Walk items backwards: item i was taken at (n, k) if its recorded choice leads to a state that
+	// was reachable with the earlier items. Recompute reachability per prefix to stay exact.
+	var out []Worker
+	for i := len(dp.ms) - 1; i >= 0 && n > 0; i-- {
+		if t := dp.choice(i, n, k); t > 0 {
+			out = append(out, Worker{Machine: dp.ms[i], GPUs: t})
+			n--
+			k -= t
+		}
+	}
+	if n != 0 || k != 0 {
+		return nil
+	}
+	sortWorkers(out)
+	return out
+}
+
+// choice is the GPUs item i contributed to the best (n, k) using items 0..i, or 0 when item i was
+// not used. take[i][n][k] is set only when item i improved (n, k), and a later item may have
+// overwritten the value, so the decision for item i is read from its own layer.
+func (dp *rackDP) choice(i, n, k int) int {
+	if row := dp.take[i][n]; row != nil {
+		return int(row[k])
+	}
+	return 0
+}

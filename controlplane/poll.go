@@ -1,0 +1,172 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/inapack/inapack/p4src/wire"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+)
+
+// Snapshot is one reading of a switch's counters and slot registers.
+type Snapshot struct {
+	Time      time.Time                 `json:"time"`
+	Events    map[string]uint64         `json:"events"`               // ina_events, packets
+	JobEvents map[int]map[string]uint64 `json:"job_events"`           // ina_job_events, packets
+	SlotsHeld map[int]int               `json:"slots_held,omitempty"` // job -> slots it holds
+	SlotsErr  string                    `json:"slots_error,omitempty"`
+}
+
+// Poll reads the switch's counters for every job it carries, and its slot registers.
+func (c *Controller) Poll(ctx context.Context, name string) (*Snapshot, error) {
+	st := c.switches[name]
+	if st == nil {
+		return nil, fmt.Errorf("unknown switch %q", name)
+	}
+	st.io.Lock()
+	defer st.io.Unlock()
+	c.mu.Lock()
+	conn, slots, slotsErr := st.conn, st.slots, st.slotsErr
+	var jobs []int
+	for _, j := range c.cfg.Jobs {
+		for _, js := range j.Switches {
+			if js.Switch == name {
+				jobs = append(jobs, j.ID)
+			}
+		}
+	}
+	c.mu.Unlock()
+	if conn == nil || conn.Err() != nil {
+		return nil, fmt.Errorf("switch %s (%s): not connected", name, st.sc.Address)
+	}
+	snap, err := readCounters(ctx, conn, st.schema, jobs)
+	if err != nil {
+		return nil, err
+	}
+	if slots == nil {
+		snap.SlotsErr = errString(slotsErr)
+	} else if sj, sc, err := slots.ReadSlots(ctx); err != nil {
+		snap.SlotsErr = err.Error()
+	} else {
+		snap.SlotsHeld = map[int]int{}
+		for i, j := range sj {
+			if i < len(sc) && sc[i] != 0 {
+				snap.SlotsHeld[int(j)]++
+			}
+		}
+	}
+	c.mu.Lock()
+	st.snapshot = snap
+	c.mu.Unlock()
+	return snap, nil
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func counterEntity(id uint32, index int64) *p4v1.Entity {
+	ce := &p4v1.CounterEntry{CounterId: id}
+	if index >= 0 {
+		ce.Index = &p4v1.Index{Index: index}
+	}
+	return &p4v1.Entity{Entity: &p4v1.Entity_CounterEntry{CounterEntry: ce}}
+}
+
+// readCounters reads ina_events whole and, for each job, its NUM_EVENTS cells of ina_job_events,
+// all in one ReadRequest.
+func readCounters(ctx context.Context, conn *Conn, s *Schema, jobs []int) (*Snapshot, error) {
+	global := s.Counter(CounterEvents).GetPreamble().GetId()
+	perJob := s.Counter(CounterJobEvents).GetPreamble().GetId()
+	q := []*p4v1.Entity{counterEntity(global, -1)}
+	for _, j := range jobs {
+		for e := range wire.NumEvents {
+			q = append(q, counterEntity(perJob, int64(wire.JobEventIndex(uint16(j), e))))
+		}
+	}
+	ents, err := conn.Read(ctx, q...)
+	if err != nil {
+		return nil, fmt.Errorf("counters: %w", err)
+	}
+	snap := &Snapshot{Time: time.Now(), Events: map[string]uint64{}, JobEvents: map[int]map[string]uint64{}}
+	for _, j := range jobs {
+		snap.JobEvents[j] = map[string]uint64{}
+	}
+	for _, e := range ents {
+		ce := e.GetCounterEntry()
+		idx := ce.GetIndex().GetIndex()
+		switch ce.GetCounterId() {
+		case global:
+			if idx >= 0 && idx < int64(wire.NumEvents) {
+				snap.Events[wire.Event(idx).String()] = uint64(ce.GetData().GetPacketCount())
+			}
+		case perJob:
+			j, ev := int(idx/int64(wire.NumEvents)), wire.Event(idx%int64(wire.NumEvents))
+			if m, ok := snap.JobEvents[j]; ok {
+				m[ev.String()] = uint64(ce.GetData().GetPacketCount())
+			}
+		}
+	}
+	return snap, nil
+}
+
+func (c *Controller) pollInterval() time.Duration {
+	if d := time.Duration(c.cfg.Controller.PollInterval); d > 0 {
+		return d
+	}
+	return 5 * time.Second
+}
+
+func (c *Controller) pollLoop(ctx context.Context) {
+	t := time.NewTicker(c.pollInterval())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, name := range c.order {
+			if _, err := c.Poll(ctx, name); err != nil && !errors.Is(err, context.Canceled) {
+				c.log.Debug("poll", "switch", name, "err", err)
+			}
+		}
+	}
+}
+
+// SwitchStatus is the controller's view of one switch.
+type SwitchStatus struct {
+	Name          string    `json:"name"`
+	Address       string    `json:"address"`
+	Target        string    `json:"target"`
+	Connected     bool      `json:"connected"`
+	LastError     string    `json:"last_error,omitempty"`
+	LastDiff      string    `json:"last_diff,omitempty"`
+	Connects      int       `json:"connects"`
+	PipelinePush  int       `json:"pipeline_pushes"`
+	Reconciles    int       `json:"reconciles"`
+	EntriesWrites int       `json:"entries_written"`
+	Snapshot      *Snapshot `json:"snapshot,omitempty"`
+}
+
+// Status reports every switch, with its latest counter snapshot.
+func (c *Controller) Status() []SwitchStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]SwitchStatus, 0, len(c.order))
+	for _, n := range c.order {
+		st := c.switches[n]
+		out = append(out, SwitchStatus{
+			Name: n, Address: st.sc.Address, Target: st.sc.Target,
+			Connected: st.conn != nil && st.conn.Err() == nil, LastError: st.lastErr, LastDiff: st.lastDiff,
+			Connects: st.connects, PipelinePush: st.pushes, Reconciles: st.reconciles, EntriesWrites: st.written,
+			Snapshot: st.snapshot,
+		})
+	}
+	return out
+}

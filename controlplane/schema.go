@@ -1,0 +1,209 @@
+package controlplane
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	p4config "github.com/p4lang/p4runtime/go/p4/config/v1"
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/proto"
+)
+
+// Names of the P4 entities the controller uses (docs/protocol.md). P4Info entities are matched by
+// the last dot-separated component of their name, because p4c prefixes control names and the
+// v1model and TNA builds use different controls.
+const (
+	TableIPv4LPM     = "ipv4_lpm"
+	TableJob         = "ina_job"
+	TablePS          = "ina_ps"
+	TableSettings    = "ina_settings"
+	ActionForward    = "ipv4_forward"
+	ActionWorker     = "ina_worker"
+	ActionResult     = "ina_result"
+	ActionTransit    = "ina_transit"
+	ActionSetPS      = "ina_set_ps"
+	ActionSettings   = "ina_set_settings"
+	CounterEvents    = "ina_events"
+	CounterJobEvents = "ina_job_events"
+	RegisterSlotJob  = "slot_job"
+)
+
+// slotRegisters are reset when a job's slots are cleared; slot_count = 0 is what frees a slot, the
+// others are reset so a later reader sees no trace of the old owner.
+var slotRegisters = []string{"slot_count", "slot_job", "slot_seq", "slot_priority", "slot_bitmap", "slot_state"}
+
+// required lists, per table, its match fields and actions, and per action its parameters.
+var requiredTables = map[string][]string{
+	TableIPv4LPM:  {"dst_addr"},
+	TableJob:      {"job_id", "ingress_port"},
+	TablePS:       {"job_id"},
+	TableSettings: {},
+}
+
+var requiredActions = map[string][]string{
+	ActionForward:  {"dst_mac", "port"},
+	ActionWorker:   {"worker_bit", "fan_in", "priority_cap", "ina_enabled"},
+	ActionResult:   {"mcast_group"},
+	ActionTransit:  {},
+	ActionSetPS:    {"port", "mac", "ip"},
+	ActionSettings: {"preempt", "release_on_result", "ecn_threshold", "active_slots"},
+}
+
+// Schema indexes a P4Info by short (last-component) names.
+type Schema struct {
+	Info      *p4config.P4Info
+	tables    map[string]*p4config.Table
+	actions   map[string]*p4config.Action
+	counters  map[string]*p4config.Counter
+	registers map[string]*p4config.Register
+	tableByID map[uint32]*p4config.Table
+}
+
+// ShortName is the last dot-separated component of a P4Info name.
+func ShortName(name string) string {
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		return name[i+1:]
+	}
+	return name
+}
+
+// ParseP4Info parses P4Info text format, ignoring fields this p4runtime version does not know
+// (a current p4c emits some, e.g. initial_default_action).
+func ParseP4Info(text []byte) (*p4config.P4Info, error) {
+	info := &p4config.P4Info{}
+	if err := (prototext.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(text, info); err != nil {
+		return nil, fmt.Errorf("parse P4Info: %w", err)
+	}
+	return info, nil
+}
+
+// NewSchema indexes info and checks it has every table, field, action, parameter and counter the
+// controller uses; the error names each one missing.
+func NewSchema(info *p4config.P4Info) (*Schema, error) {
+	s := &Schema{
+		Info:      info,
+		tables:    map[string]*p4config.Table{},
+		actions:   map[string]*p4config.Action{},
+		counters:  map[string]*p4config.Counter{},
+		registers: map[string]*p4config.Register{},
+		tableByID: map[uint32]*p4config.Table{},
+	}
+	var problems []string
+	dup := func(kind, name string) {
+		problems = append(problems, fmt.Sprintf("%s %q is ambiguous (two entities end in it)", kind, name))
+	}
+	for _, t := range info.GetTables() {
+		n := ShortName(t.GetPreamble().GetName())
+		if _, ok := s.tables[n]; ok {
+			dup("table", n)
+		}
+		s.tables[n] = t
+		s.tableByID[t.GetPreamble().GetId()] = t
+	}
+	for _, a := range info.GetActions() {
+		n := ShortName(a.GetPreamble().GetName())
+		if _, ok := s.actions[n]; ok && requiredActions[n] != nil {
+			dup("action", n)
+		}
+		s.actions[n] = a
+	}
+	for _, c := range info.GetCounters() {
+		s.counters[ShortName(c.GetPreamble().GetName())] = c
+	}
+	for _, r := range info.GetRegisters() {
+		s.registers[ShortName(r.GetPreamble().GetName())] = r
+	}
+	for _, tn := range sortedKeys(requiredTables) {
+		t, ok := s.tables[tn]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("no table %q", tn))
+			continue
+		}
+		for _, f := range requiredTables[tn] {
+			if s.field(t, f) == nil {
+				problems = append(problems, fmt.Sprintf("table %q has no match field %q", tn, f))
+			}
+		}
+	}
+	for _, an := range sortedKeys(requiredActions) {
+		a, ok := s.actions[an]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("no action %q", an))
+			continue
+		}
+		for _, p := range requiredActions[an] {
+			if param(a, p) == nil {
+				problems = append(problems, fmt.Sprintf("action %q has no parameter %q", an, p))
+			}
+		}
+	}
+	for _, c := range []string{CounterEvents, CounterJobEvents} {
+		if _, ok := s.counters[c]; !ok {
+			problems = append(problems, fmt.Sprintf("no counter %q", c))
+		}
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("P4Info mismatch: %s", strings.Join(problems, "; "))
+	}
+	return s, nil
+}
+
+// SchemaFromText parses P4Info text and indexes it.
+func SchemaFromText(text []byte) (*Schema, error) {
+	info, err := ParseP4Info(text)
+	if err != nil {
+		return nil, err
+	}
+	return NewSchema(info)
+}
+
+// Marshal returns the binary P4Info as this p4runtime version knows it.
+func (s *Schema) Marshal() ([]byte, error) { return proto.Marshal(s.Info) }
+
+func (s *Schema) field(t *p4config.Table, name string) *p4config.MatchField {
+	for _, f := range t.GetMatchFields() {
+		if ShortName(f.GetName()) == name {
+			return f
+		}
+	}
+	return nil
+}
+
+func param(a *p4config.Action, name string) *p4config.Action_Param {
+	for _, p := range a.GetParams() {
+		if p.GetName() == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// Table returns the table with short name n.
+func (s *Schema) Table(n string) *p4config.Table { return s.tables[n] }
+
+// Action returns the action with short name n.
+func (s *Schema) Action(n string) *p4config.Action { return s.actions[n] }
+
+// Counter returns the counter with short name n.
+func (s *Schema) Counter(n string) *p4config.Counter { return s.counters[n] }
+
+// Register returns the register with short name n, or nil.
+func (s *Schema) Register(n string) *p4config.Register { return s.registers[n] }
+
+// TableName returns the short name of the table with id, or "" if unknown.
+func (s *Schema) TableName(id uint32) string {
+	if t := s.tableByID[id]; t != nil {
+		return ShortName(t.GetPreamble().GetName())
+	}
+	return ""
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,116 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/inapack/inapack/controlplane/netpack"
+	"github.com/inapack/inapack/controlplane/sim/trace"
+)
+
+// Bucket assigns a model to jobs whose GPU-hours (GPUs x duration / 3600) are below MaxGPUHours.
+type Bucket struct {
+	MaxGPUHours float64
+	Model       string
+}
+
+// DefaultBuckets follows Pollux's rule for Philly (GPU-time buckets), mapped onto netpack's
+// shipped profiles: < 1 GPU-h a small CNN (resnet50), 1-10 speech/BERT (bert-base), 10-100
+// detection (resnet152, a detection-scale backbone), >= 100 ImageNet-scale (vgg16, the
+// communication-heavy model of ATP's evaluation).
+var DefaultBuckets = []Bucket{
+	{1, "resnet50"},
+	{10, "bert-base"},
+	{100, "resnet152"},
+	{math.Inf(1), "vgg16"},
+}
+
+// ModelFor returns the bucket model for a trace job.
+func ModelFor(b []Bucket, j trace.Job) (netpack.Model, error) {
+	gh := float64(j.GPUs) * j.Duration / 3600
+	for _, bk := range b {
+		if gh < bk.MaxGPUHours {
+			m, ok := netpack.Profile(bk.Model)
+			if !ok {
+				return netpack.Model{}, fmt.Errorf("model bucket: no profile %q (have %v)", bk.Model, netpack.ProfileNames())
+			}
+			return m, nil
+		}
+	}
+	return netpack.Model{}, fmt.Errorf("model bucket: no bucket for %.1f GPU-h", gh)
+}
+
+// Isolated computes a job's iteration rate alone in an empty cluster under the reference
+// placement: its GPUs packed onto as few machines as possible, in consecutive racks from rack 0,
+// the PS on the first worker machine, INA on. This stands for "the trace's hardware": the trace
+// recorded the job's run time there, so iterations = duration x isolated rate, and a job that
+// runs alone in the simulator takes exactly its trace duration.
+type Isolated struct {
+	c     *netpack.Cluster
+	cache map[isoKey]float64
+}
+
+type isoKey struct {
+	model string
+	gpus  int
+}
+
+// NewIsolated prepares isolated-rate lookups on c (use the effective cluster).
+func NewIsolated(c *netpack.Cluster) *Isolated { return &Isolated{c: c, cache: map[isoKey]float64{}} }
+
+// Rate is iterations per second of a job of this model and size alone in the cluster.
+func (iso *Isolated) Rate(m netpack.Model, gpus int) (float64, error) {
+	k := isoKey{m.Name, gpus}
+	if r, ok := iso.cache[k]; ok {
+		return r, nil
+	}
+	j := &netpack.Job{ID: "isolated", GPUs: gpus, Model: m, Iterations: 1}
+	var ws []netpack.Worker
+	left := gpus
+	for i := range iso.c.Machines {
+		if left == 0 {
+			break
+		}
+		g := min(left, iso.c.Machines[i].GPUs)
+		ws = append(ws, netpack.Worker{Machine: netpack.MachineID(i), GPUs: g})
+		left -= g
+	}
+	if left > 0 {
+		return 0, fmt.Errorf("job of %d GPUs does not fit cluster %s (%d GPUs)", gpus, iso.c.Name, iso.c.TotalGPUs())
+	}
+	p := netpack.Placement{Job: j, Workers: ws, PS: ws[0].Machine, INA: true}
+	r := netpack.Estimate(iso.c, []netpack.Placement{p}, netpack.Joint)[0]
+	if !(r.IterPerSec > 0) {
+		return 0, fmt.Errorf("isolated rate of %s on %d GPUs is %v (%s)", m.Name, gpus, r.IterPerSec, r.Bottleneck)
+	}
+	iso.cache[k] = r.IterPerSec
+	return r.IterPerSec, nil
+}
+
+// Jobs converts trace jobs into netpack jobs: model by bucket, iterations = duration x isolated
+// rate (at least 1). Jobs larger than the cluster are returned in tooBig, not converted.
+func Jobs(tr []trace.Job, b []Bucket, iso *Isolated) (jobs []*netpack.Job, tooBig []trace.Job, err error) {
+	total := iso.c.TotalGPUs()
+	seen := make(map[string]bool, len(tr))
+	for _, tj := range tr {
+		if seen[tj.ID] {
+			return nil, nil, fmt.Errorf("job id %q appears twice in the trace", tj.ID)
+		}
+		seen[tj.ID] = true
+		if tj.GPUs > total {
+			tooBig = append(tooBig, tj)
+			continue
+		}
+		m, err := ModelFor(b, tj)
+		if err != nil {
+			return nil, nil, err
+		}
+		r, err := iso.Rate(m, tj.GPUs)
+		if err != nil {
+			return nil, nil, err
+		}
+		jobs = append(jobs, &netpack.Job{ID: tj.ID, GPUs: tj.GPUs, Model: m, Submit: tj.Submit,
+			Iterations: max(1, int(math.Round(tj.Duration*r)))})
+	}
+	return jobs, tooBig, nil
+}

@@ -1,0 +1,63 @@
+package sim
+
+import (
+	"math"
+	"testing"
+
+	"github.com/inapack/inapack/controlplane/netpack"
+	"github.com/inapack/inapack/controlplane/sim/trace"
+)
+
+func TestModelBuckets(t *testing.T) {
+	for _, c := range []struct {
+		gpus int
+		dur  float64
+		want string
+	}{{1, 3599, "resnet50"}, {1, 3600, "bert-base"}, {8, 4 * 3600, "resnet152"}, {32, 4 * 3600, "vgg16"}} {
+		m, err := ModelFor(DefaultBuckets, trace.Job{GPUs: c.gpus, Duration: c.dur})
+		if err != nil || m.Name != c.want {
+			t.Errorf("%d GPUs x %v s: %s %v, want %s", c.gpus, c.dur, m.Name, err, c.want)
+		}
+	}
+	if _, err := ModelFor([]Bucket{{math.Inf(1), "no-such-model"}}, trace.Job{GPUs: 1, Duration: 1}); err == nil {
+		t.Error("unknown profile accepted")
+	}
+}
+
+// A job alone in the cluster runs for its trace duration (up to rounding to whole iterations),
+// whatever its size: that is what the iteration conversion promises.
+func TestIsolatedJobKeepsTraceDuration(t *testing.T) {
+	c, err := netpack.Uniform(netpack.UniformSpec{Racks: 2, MachinesPerRack: 4, GPUsPerMachine: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tj := range []trace.Job{{ID: "s", GPUs: 1, Duration: 1800}, {ID: "m", GPUs: 8, Duration: 7200},
+		{ID: "l", GPUs: 32, Duration: 36000}, {ID: "xl", GPUs: 64, Duration: 3600}} {
+		w, err := Prepare(Setup{Cluster: c, Slots: DefaultSlotModel(), INA: true, Interval: 1},
+			&trace.Trace{Jobs: []trace.Job{tj, {ID: "huge", GPUs: 65, Duration: 1}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(w.Jobs) != 1 || len(w.TooBig) != 1 {
+			t.Fatalf("jobs %d, too big %d", len(w.Jobs), len(w.TooBig))
+		}
+		res, err := Run(Config{Cluster: w.Cluster, Policy: firstFit{psAt: -1, ina: true}, Interval: 1}, w.Jobs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := res.Jobs[0]
+		perIter := tj.Duration / float64(r.Iterations)
+		if math.Abs(r.End-r.Start-tj.Duration) > perIter {
+			t.Errorf("%s (%s, %d GPUs): ran %.1f s, trace says %.1f s", tj.ID, r.Model, tj.GPUs, r.End-r.Start, tj.Duration)
+		}
+	}
+}
+
+func TestDuplicateJobIDs(t *testing.T) {
+	c, _ := netpack.Uniform(netpack.UniformSpec{Racks: 1, MachinesPerRack: 1, GPUsPerMachine: 1})
+	_, err := Prepare(Setup{Cluster: c, Slots: DefaultSlotModel(), Interval: 1},
+		&trace.Trace{Jobs: []trace.Job{{ID: "a", GPUs: 1, Duration: 1}, {ID: "a", GPUs: 1, Duration: 2}}})
+	if err == nil {
+		t.Fatal("duplicate ids accepted")
+	}
+}

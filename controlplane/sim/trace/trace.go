@@ -1,0 +1,106 @@
+// Package trace loads GPU-cluster job traces (CSV, Philly, Alibaba PAI) and generates synthetic ones.
+package trace
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// Job is one training job as a trace records it: when it was submitted, how many GPUs it asked
+// for and how long it ran on the trace's own hardware (no queueing).
+type Job struct {
+	ID       string
+	Submit   float64 // seconds from the trace's start
+	GPUs     int
+	Duration float64 // seconds of run time
+}
+
+// Trace is a list of jobs sorted by submit time, plus what the loader had to leave out.
+type Trace struct {
+	Jobs []Job
+	// Skipped counts malformed rows dropped under Options.SkipBad.
+	Skipped int
+	// Incomplete counts well-formed records that describe no finished run (a job still running,
+	// a Philly job without attempts); they are left out whatever the options.
+	Incomplete int
+}
+
+// Options controls how loaders treat bad input.
+type Options struct {
+	// SkipBad drops malformed rows and counts them in Trace.Skipped instead of failing.
+	SkipBad bool
+}
+
+// ParseError locates a malformed record: Line is 1-based (for JSON, the index of the record + 1).
+type ParseError struct {
+	Line  int
+	Field string
+	Err   error
+}
+
+func (e *ParseError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("line %d: %v", e.Line, e.Err)
+	}
+	return fmt.Sprintf("line %d: field %s: %v", e.Line, e.Field, e.Err)
+}
+
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// Limits on what a row may say; they keep hostile input from producing absurd simulations.
+const (
+	MaxGPUs     = 1 << 16
+	MaxDuration = 1e9 // seconds, ~31 years
+	MaxSubmit   = 1e10
+)
+
+var (
+	errRange    = errors.New("out of range")
+	errNotFound = errors.New("missing")
+)
+
+// validate checks one job's fields, returning the offending field name.
+func validate(j Job) (string, error) {
+	switch {
+	case j.ID == "":
+		return "job_id", errNotFound
+	case !(j.Submit >= 0 && j.Submit <= MaxSubmit):
+		return "submit_time_s", fmt.Errorf("%w: %v", errRange, j.Submit)
+	case j.GPUs < 1 || j.GPUs > MaxGPUs:
+		return "num_gpus", fmt.Errorf("%w: %d", errRange, j.GPUs)
+	case !(j.Duration > 0 && j.Duration <= MaxDuration):
+		return "duration_s", fmt.Errorf("%w: %v", errRange, j.Duration)
+	}
+	return "", nil
+}
+
+// sortJobs orders jobs by submit time, then ID, so every loader yields the same order for the
+// same jobs whatever the file order.
+func sortJobs(js []Job) {
+	sort.SliceStable(js, func(a, b int) bool {
+		if js[a].Submit != js[b].Submit {
+			return js[a].Submit < js[b].Submit
+		}
+		return js[a].ID < js[b].ID
+	})
+}
+
+// Rebase shifts submit times so the first job arrives at t = 0.
+func (t *Trace) Rebase() {
+	if len(t.Jobs) == 0 {
+		return
+	}
+	t0 := t.Jobs[0].Submit
+	for i := range t.Jobs {
+		t.Jobs[i].Submit -= t0
+	}
+}
+
+// Span is the time between the first and the last submission.
+func (t *Trace) Span() float64 {
+	if len(t.Jobs) == 0 {
+		return 0
+	}
+	return t.Jobs[len(t.Jobs)-1].Submit - t.Jobs[0].Submit
+}

@@ -1,0 +1,103 @@
+package sim
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/inapack/inapack/controlplane/netpack"
+	"github.com/inapack/inapack/controlplane/sim/trace"
+)
+
+// Setup is everything about a run except the policy.
+type Setup struct {
+	Cluster  *netpack.Cluster // physical cluster; the run uses EffectiveCluster(Cluster, Slots, INA)
+	Slots    SlotModel
+	INA      bool
+	Mode     netpack.Mode // the estimator NetPack scores with (Joint, or Separate for the ablation)
+	Interval float64      // seconds between scheduling rounds
+	Warmup   float64      // seconds; jobs submitted earlier are left out of the summary
+	Buckets  []Bucket     // model assignment; nil means DefaultBuckets
+}
+
+// Workload is a trace converted for one setup; several policies can run on it concurrently.
+type Workload struct {
+	Setup   Setup
+	Cluster *netpack.Cluster // effective
+	Jobs    []*netpack.Job
+	TooBig  []trace.Job // jobs larger than the cluster, left out
+}
+
+// Prepare converts a trace for a setup.
+func Prepare(s Setup, tr *trace.Trace) (*Workload, error) {
+	if err := s.Slots.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.Cluster.Validate(); err != nil {
+		return nil, err
+	}
+	if s.Buckets == nil {
+		s.Buckets = DefaultBuckets
+	}
+	c := EffectiveCluster(s.Cluster, s.Slots, s.INA)
+	jobs, big, err := Jobs(tr.Jobs, s.Buckets, NewIsolated(EffectiveCluster(s.Cluster, s.Slots, true)))
+	if err != nil {
+		return nil, err
+	}
+	return &Workload{Setup: s, Cluster: c, Jobs: jobs, TooBig: big}, nil
+}
+
+// Run simulates the workload under the named policy.
+func (w *Workload) Run(policy string, progress func(done, total int)) (*Result, error) {
+	p, err := netpack.NewPolicy(policy, netpack.Options{Mode: w.Setup.Mode, NoINA: !w.Setup.INA})
+	if err != nil {
+		return nil, err
+	}
+	res, err := Run(Config{Cluster: w.Cluster, Policy: p, Interval: w.Setup.Interval, Warmup: w.Setup.Warmup,
+		Progress: progress}, w.Jobs)
+	if err != nil {
+		return nil, err
+	}
+	// Reports key results by the registry name; the policy's own Name may carry its options.
+	res.Policy = policy
+	return res, nil
+}
+
+// RunAll simulates every named policy, at most GOMAXPROCS at a time; results follow names.
+// progress, if set, receives the total completions across all runs.
+func (w *Workload) RunAll(names []string, progress func(done, total int)) ([]*Result, error) {
+	out := make([]*Result, len(names))
+	errs := make([]error, len(names))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var mu sync.Mutex
+	done, total := 0, len(names)*len(w.Jobs)
+	tick := func(int, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		done++
+		progress(done, total)
+	}
+	if progress == nil {
+		tick = nil
+	}
+	var wg sync.WaitGroup
+	for i, n := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out[i], errs[i] = w.Run(n, tick)
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("policy %s: %w", n, errs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,343 @@
+package controlplane
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+
+	"github.com/inapack/inapack/p4src/wire"
+)
+
+// Limits from the P4 program's field widths (docs/protocol.md).
+const (
+	maxPort      = 511 // bit<9>
+	maxFanIn     = 255 // bit<8>
+	maxPriority  = 255
+	maxECN       = 0x7FFFF // bit<19>
+	maxMcastID   = 0xFFFF
+	maxJobID     = wire.MaxJobs - 1
+	maxWorkerBit = wire.MaxWorkers - 1
+)
+
+// ConfigError is one problem in a config, located by line and field path.
+type ConfigError struct {
+	File string
+	Line int
+	Path string
+	Msg  string
+}
+
+func (e ConfigError) Error() string {
+	if e.Line == 0 { // built in code or received through the API: no source line
+		return fmt.Sprintf("%s: %s", e.Path, e.Msg)
+	}
+	return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, e.Path, e.Msg)
+}
+
+// ValidationError lists every problem found in a config.
+type ValidationError []ConfigError
+
+func (v ValidationError) Error() string {
+	parts := make([]string, len(v))
+	for i, e := range v {
+		parts[i] = e.Error()
+	}
+	return fmt.Sprintf("invalid config (%d problems):\n  %s", len(v), strings.Join(parts, "\n  "))
+}
+
+type validator struct {
+	file string
+	errs ValidationError
+}
+
+func (v *validator) add(p Pos, field, path, format string, args ...any) {
+	v.errs = append(v.errs, ConfigError{File: v.file, Line: p.At(field), Path: joinPath(path, field), Msg: fmt.Sprintf(format, args...)})
+}
+
+// Validate checks the whole config; nothing is written to a switch unless it passes.
+func (c *Config) Validate() error {
+	v := &validator{file: c.file}
+	if v.file == "" {
+		v.file = "config"
+	}
+	c.validateController(v)
+	names := map[string]int{}
+	endpoints := map[string]int{}
+	for i := range c.Switches {
+		s := &c.Switches[i]
+		path := fmt.Sprintf("switches[%d]", i)
+		if s.Name == "" {
+			v.add(s.Pos, "name", path, "missing")
+		} else if l, dup := names[s.Name]; dup {
+			v.add(s.Pos, "name", path, "switch %q already defined at line %d", s.Name, l)
+		} else {
+			names[s.Name] = s.Pos.At("name")
+		}
+		if s.Address == "" {
+			v.add(s.Pos, "address", path, "missing")
+		} else {
+			ep := fmt.Sprintf("%s/%d", s.Address, s.DeviceID)
+			if l, dup := endpoints[ep]; dup {
+				v.add(s.Pos, "address", path, "address %s with device_id %d already used at line %d", s.Address, s.DeviceID, l)
+			}
+			endpoints[ep] = s.Pos.At("address")
+		}
+		validateSwitch(v, s, path)
+	}
+	jobs := map[int]int{}
+	for i := range c.Jobs {
+		j := &c.Jobs[i]
+		path := fmt.Sprintf("jobs[%d]", i)
+		if l, dup := jobs[j.ID]; dup {
+			v.add(j.Pos, "id", path, "job %d already defined at line %d", j.ID, l)
+		}
+		jobs[j.ID] = j.Pos.At("id")
+		validateJob(v, c, j, path)
+	}
+	c.validateGroups(v)
+	if len(v.errs) > 0 {
+		return v.errs
+	}
+	return nil
+}
+
+func (c *Config) validateController(v *validator) {
+	cc := &c.Controller
+	if cc.BatchSize < 0 {
+		v.add(cc.Pos, "batch_size", "controller", "must be >= 0 (0: default %d)", DefaultBatchSize)
+	}
+	for field, d := range map[string]Duration{"poll_interval": cc.PollInterval, "reconcile_interval": cc.ReconcileEvery, "dial_timeout": cc.DialTimeout, "max_backoff": cc.MaxBackoff} {
+		if d < 0 {
+			v.add(cc.Pos, field, "controller", "must not be negative")
+		}
+	}
+	for field, addr := range map[string]string{"api_address": cc.APIAddress, "metrics_address": cc.MetricsAddress} {
+		if addr == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			v.add(cc.Pos, field, "controller", "%v", err)
+		}
+	}
+}
+
+func validateSwitch(v *validator, s *SwitchConfig, path string) {
+	switch s.Target {
+	case TargetBMv2, TargetRef, TargetTofino:
+	case "":
+		v.add(s.Pos, "target", path, "missing (bmv2, ref or tofino)")
+	default:
+		v.add(s.Pos, "target", path, "unknown target %q (bmv2, ref or tofino)", s.Target)
+	}
+	if s.Target == TargetTofino && s.DeviceConfig == "" && s.Tofino == nil {
+		v.add(s.Pos, "tofino", path, "a tofino switch needs device_config or a tofino block")
+	}
+	if s.Tofino != nil {
+		tp := joinPath(path, "tofino")
+		if s.Target != TargetTofino {
+			v.add(s.Pos, "tofino", path, "only for target tofino")
+		}
+		if s.DeviceConfig != "" {
+			v.add(s.Pos, "device_config", path, "give device_config or a tofino block, not both")
+		}
+		if s.Tofino.Form != "" && s.Tofino.Form != "stratum" && s.Tofino.Form != "pi" {
+			v.add(s.Tofino.Pos, "form", tp, "unknown form %q (stratum or pi)", s.Tofino.Form)
+		}
+		if s.Tofino.Binary == "" {
+			v.add(s.Tofino.Pos, "binary", tp, "missing (tofino.bin)")
+		}
+		if s.Tofino.ContextJSON == "" {
+			v.add(s.Tofino.Pos, "context_json", tp, "missing")
+		}
+		if s.Tofino.Form != "pi" && s.Tofino.BfrtJSON == "" {
+			v.add(s.Tofino.Pos, "bfrt_json", tp, "missing (needed by the stratum form)")
+		}
+	}
+	if s.ThriftAddress != "" {
+		if _, _, err := net.SplitHostPort(s.ThriftAddress); err != nil {
+			v.add(s.Pos, "thrift_address", path, "%v", err)
+		}
+	}
+	if s.TLS != nil && (s.TLS.Cert == "") != (s.TLS.Key == "") {
+		v.add(s.TLS.Pos, "cert", joinPath(path, "tls"), "cert and key go together")
+	}
+	if st := s.Settings; st != nil {
+		sp := joinPath(path, "settings")
+		if st.Release != "" && st.Release != "esa" && st.Release != "atp" {
+			v.add(st.Pos, "release", sp, "unknown release mode %q (esa or atp)", st.Release)
+		}
+		if st.ECNThreshold != nil && (*st.ECNThreshold < 0 || *st.ECNThreshold > maxECN) {
+			v.add(st.Pos, "ecn_threshold", sp, "%d out of 0..%d", *st.ECNThreshold, maxECN)
+		}
+		if st.ActiveSlots != nil && (*st.ActiveSlots < 1 || *st.ActiveSlots > wire.NumSlots) {
+			v.add(st.Pos, "active_slots", sp, "%d out of 1..%d", *st.ActiveSlots, wire.NumSlots)
+		}
+	}
+	prefixes := map[netip.Prefix]int{}
+	for i := range s.Routes {
+		r := &s.Routes[i]
+		rp := fmt.Sprintf("%s.routes[%d]", path, i)
+		p, err := netip.ParsePrefix(r.Prefix)
+		if err != nil || !p.Addr().Is4() {
+			v.add(r.Pos, "prefix", rp, "%q is not an IPv4 prefix (a.b.c.d/len)", r.Prefix)
+		} else {
+			p = p.Masked()
+			if l, dup := prefixes[p]; dup {
+				v.add(r.Pos, "prefix", rp, "prefix %s already routed at line %d", p, l)
+			}
+			prefixes[p] = r.Pos.At("prefix")
+		}
+		checkPort(v, r.Pos, "port", rp, r.Port)
+		checkMAC(v, r.Pos, "mac", rp, r.MAC)
+	}
+	for i := range s.MulticastGroups {
+		g := &s.MulticastGroups[i]
+		checkGroup(v, g.Pos, fmt.Sprintf("%s.multicast_groups[%d]", path, i), "id", g.ID, g.Ports)
+	}
+}
+
+func validateJob(v *validator, c *Config, j *JobConfig, path string) {
+	if j.ID < 1 || j.ID > maxJobID {
+		v.add(j.Pos, "id", path, "job id %d out of 1..%d", j.ID, maxJobID)
+	}
+	if j.PriorityCap != nil && (*j.PriorityCap < 0 || *j.PriorityCap > maxPriority) {
+		v.add(j.Pos, "priority_cap", path, "%d out of 0..%d", *j.PriorityCap, maxPriority)
+	}
+	if len(j.Switches) == 0 {
+		v.add(j.Pos, "switches", path, "a job needs at least one switch")
+	}
+	bits := map[int]string{}
+	seen := map[string]int{}
+	for i := range j.Switches {
+		js := &j.Switches[i]
+		sp := fmt.Sprintf("%s.switches[%d]", path, i)
+		if c.Switch(js.Switch) == nil {
+			v.add(js.Pos, "switch", sp, "unknown switch %q", js.Switch)
+		}
+		if l, dup := seen[js.Switch]; dup {
+			v.add(js.Pos, "switch", sp, "switch %q already listed for this job at line %d", js.Switch, l)
+		}
+		seen[js.Switch] = js.Pos.At("switch")
+		validateJobSwitch(v, js, sp, bits)
+	}
+}
+
+func validateJobSwitch(v *validator, js *JobSwitch, sp string, bits map[int]string) {
+	pp := joinPath(sp, "ps")
+	if js.PS.MAC == "" && js.PS.IP == "" {
+		v.add(js.Pos, "ps", sp, "missing (port, mac, ip of the path to the job's PS)")
+	} else {
+		checkPort(v, js.PS.Pos, "port", pp, js.PS.Port)
+		checkMAC(v, js.PS.Pos, "mac", pp, js.PS.MAC)
+		if a, err := netip.ParseAddr(js.PS.IP); err != nil || !a.Is4() {
+			v.add(js.PS.Pos, "ip", pp, "%q is not an IPv4 address", js.PS.IP)
+		}
+	}
+	ports := map[int]string{}
+	usePort := func(p Pos, field, path string, port int, role string) {
+		checkPort(v, p, field, path, port)
+		if prev, dup := ports[port]; dup {
+			v.add(p, field, path, "port %d already used on this switch by %s (a (job, port) pair has one role)", port, prev)
+			return
+		}
+		ports[port] = fmt.Sprintf("%s (line %d)", role, p.At(field))
+	}
+	for i := range js.Members {
+		m := &js.Members[i]
+		mp := fmt.Sprintf("%s.members[%d]", sp, i)
+		usePort(m.Pos, "port", mp, m.Port, "member")
+		if m.WorkerBit < 0 || m.WorkerBit > maxWorkerBit {
+			v.add(m.Pos, "worker_bit", mp, "%d out of 0..%d", m.WorkerBit, maxWorkerBit)
+		} else if prev, dup := bits[m.WorkerBit]; dup {
+			v.add(m.Pos, "worker_bit", mp, "worker bit %d already used by %s", m.WorkerBit, prev)
+		} else {
+			bits[m.WorkerBit] = fmt.Sprintf("line %d", m.Pos.At("worker_bit"))
+		}
+	}
+	if js.FanIn != nil {
+		switch fi := *js.FanIn; {
+		case fi < 1 || fi > maxFanIn:
+			v.add(js.Pos, "fan_in", sp, "%d out of 1..%d", fi, maxFanIn)
+		case fi != len(js.Members):
+			v.add(js.Pos, "fan_in", sp, "fan_in %d does not match the %d members on this switch", fi, len(js.Members))
+		}
+	}
+	if len(js.Members) > maxFanIn {
+		v.add(js.Pos, "members", sp, "%d members, at most %d per switch", len(js.Members), maxFanIn)
+	}
+	if r := js.Result; r != nil {
+		rp := joinPath(sp, "result")
+		usePort(r.Pos, "port", rp, r.Port, "result")
+		checkGroup(v, r.Pos, rp, "multicast_group", r.MulticastGroup, r.ReplicaPorts(js))
+	}
+	for i, p := range js.TransitPorts {
+		usePort(js.Pos, "transit_ports", fmt.Sprintf("%s.transit_ports[%d]", sp, i), p, "transit")
+	}
+	if len(js.Members) == 0 && js.Result == nil && len(js.TransitPorts) == 0 {
+		v.add(js.Pos, "switch", sp, "no members, result or transit ports on this switch")
+	}
+}
+
+// validateGroups checks multicast group ids are unique per switch across jobs and switch groups.
+func (c *Config) validateGroups(v *validator) {
+	bySwitch := map[string]map[int]string{}
+	claim := func(sw string, id int, p Pos, field, path, what string) {
+		m := bySwitch[sw]
+		if m == nil {
+			m = map[int]string{}
+			bySwitch[sw] = m
+		}
+		if prev, dup := m[id]; dup {
+			v.add(p, field, path, "multicast group %d on switch %q already used by %s", id, sw, prev)
+			return
+		}
+		m[id] = fmt.Sprintf("%s (line %d)", what, p.At(field))
+	}
+	for i := range c.Switches {
+		s := &c.Switches[i]
+		for k := range s.MulticastGroups {
+			g := &s.MulticastGroups[k]
+			claim(s.Name, g.ID, g.Pos, "id", fmt.Sprintf("switches[%d].multicast_groups[%d]", i, k), "a switch group")
+		}
+	}
+	for i := range c.Jobs {
+		j := &c.Jobs[i]
+		for k := range j.Switches {
+			js := &j.Switches[k]
+			if js.Result != nil {
+				claim(js.Switch, js.Result.MulticastGroup, js.Result.Pos, "multicast_group",
+					fmt.Sprintf("jobs[%d].switches[%d].result", i, k), fmt.Sprintf("job %d", j.ID))
+			}
+		}
+	}
+}
+
+func checkPort(v *validator, p Pos, field, path string, port int) {
+	if port < 0 || port > maxPort {
+		v.add(p, field, path, "port %d out of 0..%d", port, maxPort)
+	}
+}
+
+func checkMAC(v *validator, p Pos, field, path, mac string) {
+	if hw, err := net.ParseMAC(mac); err != nil || len(hw) != 6 {
+		v.add(p, field, path, "%q is not a MAC address (aa:bb:cc:dd:ee:ff)", mac)
+	}
+}
+
+func checkGroup(v *validator, p Pos, path, idField string, id int, ports []int) {
+	if id < 1 || id > maxMcastID {
+		v.add(p, idField, path, "multicast group %d out of 1..%d", id, maxMcastID)
+	}
+	if len(ports) == 0 {
+		v.add(p, "ports", path, "a multicast group needs at least one port")
+	}
+	seen := map[int]bool{}
+	for _, port := range ports {
+		checkPort(v, p, "ports", path, port)
+		if seen[port] {
+			v.add(p, "ports", path, "port %d listed twice", port)
+		}
+		seen[port] = true
+	}
+}

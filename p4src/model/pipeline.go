@@ -1,0 +1,144 @@
+package model
+
+import (
+	"encoding/binary"
+	"net/netip"
+
+	"github.com/inapack/inapack/p4src/wire"
+)
+
+// kind is what the ingress decided a packet is; egress treats each kind differently.
+type kind uint8
+
+const (
+	kindIPv4   kind = iota // ordinary IPv4
+	kindData               // INA data
+	kindResult             // INA result
+)
+
+// Process runs one packet through parser, ingress, PRE and egress and returns the packets that
+// leave, in order. frame is not modified or retained.
+func (s *Switch) Process(inPort uint16, frame []byte) []Output {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	outs, k := s.ingress(inPort, frame)
+	for i := range outs {
+		s.egress(&outs[i], k)
+	}
+	return outs
+}
+
+// ingress is the parser and the ingress control: it classifies the packet and returns where it goes.
+func (s *Switch) ingress(inPort uint16, f []byte) ([]Output, kind) {
+	if len(f) < offIP || be16(f[offEthType:]) != wire.EtherTypeIPv4 {
+		return nil, kindIPv4 // not IPv4: dropped, not counted
+	}
+	if len(f) < offUDP {
+		s.count(noJob, wire.EventIPv4Dropped, len(f)) // IPv4 header cut short: parser error
+		return nil, kindIPv4
+	}
+	// The parser recognises INA once the whole UDP header is in; a UDP header cut short leaves
+	// only IPv4 valid, so such a frame is ordinary traffic.
+	if f[offIPProto] == wire.ProtoUDP && len(f) >= offINA && be16(f[offUDPDport:]) == wire.UDPPort {
+		return s.ina(inPort, f)
+	}
+	return s.ipv4(f), kindIPv4
+}
+
+// ipv4 is the ipv4_lpm table: ipv4_forward or drop.
+func (s *Switch) ipv4(f []byte) []Output {
+	dst := netip.AddrFrom4([4]byte(f[offIPDst : offIPDst+4]))
+	for i := range s.routes {
+		r := &s.routes[i]
+		if !r.Prefix.Contains(dst) {
+			continue
+		}
+		out := make([]byte, len(f))
+		copy(out, f)
+		copy(out[6:12], f[0:6]) // src mac := old dst mac
+		copy(out[0:6], r.DstMAC[:])
+		out[offIPTTL]--
+		s.count(noJob, wire.EventIPv4Forwarded, len(f))
+		return []Output{{Port: r.Port, Frame: out}}
+	}
+	s.count(noJob, wire.EventIPv4Dropped, len(f))
+	return nil
+}
+
+// ina validates an INA packet (docs/protocol.md, "Validation") and dispatches it by table role.
+func (s *Switch) ina(inPort uint16, f []byte) ([]Output, kind) {
+	n := len(f)
+	if n != wire.FrameLen || f[offIP]&0x0f != 5 || be16(f[offIPTotLen:]) != wire.IPv4TotalLen ||
+		be16(f[offUDPLen:]) != wire.UDPLen {
+		s.count(noJob, wire.EventDropMalformed, n)
+		return nil, kindData
+	}
+	h := readINA(f)
+	if h.version != wire.Version {
+		s.count(noJob, wire.EventDropVersion, n)
+		return nil, kindData
+	}
+	if h.typ != uint8(wire.TypeData) && h.typ != uint8(wire.TypeResult) {
+		s.count(noJob, wire.EventDropMalformed, n)
+		return nil, kindData
+	}
+	if h.job >= wire.MaxJobs || !s.ps[h.job].ok {
+		s.count(noJob, wire.EventDropUnknownJob, n)
+		return nil, kindData
+	}
+	job := int(h.job)
+	e, ok := s.jobs[JobKey{Job: h.job, Port: inPort}]
+	switch {
+	case ok && h.typ == uint8(wire.TypeResult) && e.Role == RoleResult:
+		return s.result(&h, &e, f), kindResult
+	case ok && h.typ == uint8(wire.TypeData) && e.Role == RoleWorker:
+		return s.worker(&h, &e, f), kindData
+	case ok && h.typ == uint8(wire.TypeData) && e.Role == RoleTransit:
+		s.count(job, wire.EventTransit, n)
+		return s.out(h.job, toPS(f, &s.ps[h.job].PSEntry)), kindData
+	}
+	s.count(job, wire.EventDropBadPort, n)
+	return nil, kindData
+}
+
+// out wraps one frame going to job's PS port.
+func (s *Switch) out(job uint16, f []byte) []Output {
+	return []Output{{Port: s.ps[job].Port, Frame: f}}
+}
+
+// result replicates a result to the job's multicast group; in ATP mode it frees the slot first.
+func (s *Switch) result(h *inaHeader, e *JobEntry, f []byte) []Output {
+	if s.settings.ReleaseOnResult && h.slot < s.settings.ActiveSlots {
+		if sl := &s.slots[h.slot]; !sl.Free() && sl.Job == h.job && sl.Seq == h.seq {
+			sl.release()
+		}
+	}
+	s.count(int(h.job), wire.EventResult, len(f))
+	ports := s.groups[e.McastGroup]
+	if len(ports) == 0 {
+		return nil
+	}
+	outs := make([]Output, len(ports))
+	for i, p := range ports {
+		c := make([]byte, len(f))
+		copy(c, f)
+		outs[i] = Output{Port: p, Frame: c}
+	}
+	return outs
+}
+
+// egress marks ECN on INA data packets above the queue threshold and runs the deparser.
+func (s *Switch) egress(o *Output, k kind) {
+	if k == kindData {
+		var depth uint32
+		if s.QueueDepth != nil {
+			depth = s.QueueDepth(o.Port)
+		}
+		if depth >= s.settings.ECNThreshold {
+			fl := wire.Flags(be16(o.Frame[offFlags:])) | wire.FlagECN
+			binary.BigEndian.PutUint16(o.Frame[offFlags:], uint16(fl))
+			s.count(int(be16(o.Frame[offJob:])), wire.EventECNMarked, len(o.Frame))
+		}
+	}
+	deparse(o.Frame, k != kindIPv4)
+}

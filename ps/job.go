@@ -1,0 +1,285 @@
+package ps
+
+import (
+	"math"
+
+	"github.com/inapack/inapack/p4src/wire"
+)
+
+const (
+	modeFixed  = iota // summing aggregatable fixed-point/int32 values
+	modeBypass        // overflowed: summing BYPASS contributions exactly on the PS
+)
+
+// chunk is an incomplete (job, seq) at the PS.
+type chunk struct {
+	bitmap   uint32
+	ecn      bool
+	mode     uint8
+	float    bool // BYPASS contributions are float32 bit patterns
+	floatSet bool
+	sum      [wire.NumValues]int64
+	fsum     [wire.NumValues]float64
+	overflow []byte // the OVERFLOW result, resent to workers that missed it
+}
+
+// job is the PS state of one job. Memory is bounded: at most Horizon incomplete chunks and Horizon
+// kept results (each one encoded frame).
+type job struct {
+	cfg      JobConfig
+	mask     uint32
+	pending  map[uint32]*chunk
+	kept     map[uint32][]byte
+	fifo     []uint32 // completed seqs in completion order, a ring of Horizon
+	head     int
+	floor    uint32 // newest seq whose result was dropped; older data is TooOld
+	hasFloor bool
+	pool     []*chunk
+	c        Counters
+}
+
+func newJob(cfg JobConfig) *job {
+	return &job{cfg: cfg, mask: cfg.mask(), pending: map[uint32]*chunk{}, kept: map[uint32][]byte{},
+		fifo: make([]uint32, 0, cfg.Horizon)}
+}
+
+// supersedes reports whether a packet with bitmap p may replace a held partial with bitmap held:
+// p holds every worker of held and more. A worker sends the same values for a chunk every time, so
+// the packet's sum includes the held one exactly. This happens when a partial left a slot early
+// (preempted, stale) and the rest re-formed in the slot with a worker already counted (its RESEND
+// flushed the slot); without this rule that packet is ignored and the missing workers time out.
+func supersedes(p, held uint32) bool { return p&held == held && p != held }
+
+// newer reports whether seq a is newer than b in serial-number arithmetic.
+func newer(a, b uint32) bool { return int32(a-b) > 0 }
+
+func (j *job) kind(h *wire.Header) {
+	switch f := h.Flags; {
+	case f&wire.FlagBypass != 0:
+		j.c.Bypass++
+	case f&wire.FlagPreempted != 0:
+		j.c.Preempted++
+	case f&wire.FlagStale != 0:
+		j.c.Stale++
+	case f&wire.FlagFlushed != 0:
+		j.c.Flushed++
+	case f&wire.FlagCollision != 0:
+		j.c.Collision++
+	case f&wire.FlagResend != 0:
+		j.c.Resend++
+	case h.Bitmap == j.mask:
+		j.c.Complete++
+	default:
+		j.c.Partial++
+	}
+}
+
+// handle processes one data packet; r builds and emits results.
+func (j *job) handle(h *wire.Header, r *resulter) {
+	j.kind(h)
+	q := h.Seq
+	if h.Bitmap == 0 || h.Bitmap&^j.mask != 0 {
+		j.c.BadBitmap++
+		return
+	}
+	if res, ok := j.kept[q]; ok {
+		if h.Flags&wire.FlagResend != 0 {
+			j.c.ResendAnswered++
+			r.emit(res)
+		} else {
+			j.c.Late++
+		}
+		return
+	}
+	if j.hasFloor && !newer(q, j.floor) {
+		j.c.TooOld++
+		return
+	}
+	cs := j.pending[q]
+	if cs == nil {
+		if len(j.pending) >= j.cfg.Horizon {
+			j.c.PendingFull++
+			return
+		}
+		cs = j.alloc()
+		j.pending[q] = cs
+	}
+	if cs.mode == modeFixed {
+		switch {
+		case h.Flags&wire.FlagBypass != 0:
+			// A worker is already on the exact path (it saw an OVERFLOW result this PS sent
+			// before a restart, or it chose to): follow it; the others learn by RESEND.
+			j.reset(cs, modeBypass)
+		case h.Flags&wire.FlagOverflow != 0:
+			j.c.Merged++
+			j.overflow(cs, h, r)
+			return
+		default:
+			j.mergeFixed(cs, h, r)
+			return
+		}
+	}
+	j.mergeBypass(cs, h, r)
+}
+
+func (j *job) mergeFixed(cs *chunk, h *wire.Header, r *resulter) {
+	switch {
+	case cs.bitmap&h.Bitmap == 0:
+		j.c.Merged++
+		for i, v := range h.Values {
+			cs.sum[i] += int64(v)
+		}
+	case supersedes(h.Bitmap, cs.bitmap):
+		j.c.Replaced++
+		for i, v := range h.Values {
+			cs.sum[i] = int64(v)
+		}
+	default:
+		j.c.Overlap++
+		return
+	}
+	cs.bitmap |= h.Bitmap
+	cs.ecn = cs.ecn || h.Flags&wire.FlagECN != 0
+	if cs.bitmap != j.mask {
+		return
+	}
+	var out [wire.NumValues]int32
+	for i, s := range cs.sum {
+		// A sum at an int32 bound may be a clipped one (the switch saturates, and workers encode
+		// unrepresentable floats as the bounds): only the exact path can tell.
+		if s >= math.MaxInt32 || s <= math.MinInt32 {
+			j.overflow(cs, h, r)
+			return
+		}
+		out[i] = int32(s)
+	}
+	j.complete(h, cs, 0, &out, r)
+}
+
+// overflow drops the fixed-point sum and asks every worker to resend the chunk with BYPASS.
+func (j *job) overflow(cs *chunk, h *wire.Header, r *resulter) {
+	j.reset(cs, modeBypass)
+	cs.overflow = r.build(h, wire.FlagOverflow, j.mask, nil)
+	j.c.OverflowResults++
+	r.emit(cs.overflow)
+}
+
+func (j *job) mergeBypass(cs *chunk, h *wire.Header, r *resulter) {
+	if h.Flags&wire.FlagBypass == 0 {
+		if h.Flags&wire.FlagResend == 0 {
+			j.c.OverflowIgnored++
+			return
+		}
+		if cs.overflow == nil {
+			cs.overflow = r.build(h, wire.FlagOverflow, j.mask, nil)
+		}
+		j.c.ResendAnswered++
+		r.emit(cs.overflow)
+		return
+	}
+	float := h.Flags&wire.FlagFloat != 0
+	if cs.floatSet && float != cs.float {
+		j.c.FloatMismatch++
+		return
+	}
+	replace := supersedes(h.Bitmap, cs.bitmap)
+	switch {
+	case cs.bitmap&h.Bitmap == 0:
+		j.c.Merged++
+	case replace:
+		j.c.Replaced++
+	default:
+		j.c.Overlap++
+		return
+	}
+	cs.float, cs.floatSet = float, true
+	for i, v := range h.Values {
+		if replace {
+			cs.fsum[i], cs.sum[i] = 0, 0
+		}
+		if float {
+			cs.fsum[i] += float64(math.Float32frombits(uint32(v)))
+		} else {
+			cs.sum[i] += int64(v)
+		}
+	}
+	cs.bitmap |= h.Bitmap
+	cs.ecn = cs.ecn || h.Flags&wire.FlagECN != 0
+	if cs.bitmap != j.mask {
+		return
+	}
+	var out [wire.NumValues]int32
+	flags := wire.FlagBypass
+	if float {
+		flags |= wire.FlagFloat
+		for i, s := range cs.fsum {
+			out[i] = int32(math.Float32bits(float32(s)))
+		}
+	} else {
+		for i, s := range cs.sum {
+			switch {
+			case s > math.MaxInt32:
+				out[i], flags = math.MaxInt32, flags|wire.FlagOverflow
+			case s < math.MinInt32:
+				out[i], flags = math.MinInt32, flags|wire.FlagOverflow
+			default:
+				out[i] = int32(s)
+			}
+		}
+		if flags&wire.FlagOverflow != 0 {
+			j.c.IntOverflow++
+		}
+	}
+	j.c.BypassResults++
+	j.complete(h, cs, flags, &out, r)
+}
+
+// complete emits and keeps the result of h.Seq and forgets its accumulator.
+func (j *job) complete(h *wire.Header, cs *chunk, flags wire.Flags, out *[wire.NumValues]int32, r *resulter) {
+	if cs.ecn {
+		flags |= wire.FlagECN
+		j.c.ECNResults++
+	}
+	res := r.build(h, flags, j.mask, out)
+	j.c.Results++
+	r.emit(res)
+	q := h.Seq
+	delete(j.pending, q)
+	j.pool = append(j.pool, cs)
+	j.kept[q] = res
+	if len(j.fifo) < j.cfg.Horizon {
+		j.fifo = append(j.fifo, q)
+		return
+	}
+	old := j.fifo[j.head]
+	delete(j.kept, old)
+	j.fifo[j.head] = q
+	j.head = (j.head + 1) % j.cfg.Horizon
+	if !j.hasFloor || newer(old, j.floor) {
+		j.floor, j.hasFloor = old, true
+	}
+	// Chunks at or below the floor can no longer complete usefully (no worker waits for them):
+	// forget them so a dead chunk cannot pin memory.
+	if len(j.pending) > j.cfg.Window {
+		for s, c := range j.pending {
+			if !newer(s, j.floor) {
+				delete(j.pending, s)
+				j.pool = append(j.pool, c)
+			}
+		}
+	}
+}
+
+func (j *job) alloc() *chunk {
+	if n := len(j.pool); n > 0 {
+		cs := j.pool[n-1]
+		j.pool = j.pool[:n-1]
+		j.reset(cs, modeFixed)
+		return cs
+	}
+	return &chunk{}
+}
+
+func (j *job) reset(cs *chunk, mode uint8) {
+	*cs = chunk{mode: mode}
+}

@@ -1,0 +1,240 @@
+package ps
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"net"
+	"testing"
+
+	"github.com/inapack/inapack/p4src/wire"
+)
+
+var (
+	psMAC = net.HardwareAddr{2, 0, 0, 0, 0, 0x64}
+	psIP  = net.IPv4(10, 0, 0, 100)
+)
+
+func newServer(t testing.TB, jobs ...JobConfig) *Server {
+	t.Helper()
+	s, err := New(Config{MAC: psMAC, IP: psIP, Jobs: jobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// data builds a data frame of job with the given bitmap, flags and every value = v.
+func data(job uint16, seq uint32, bitmap uint32, flags wire.Flags, v int32) []byte {
+	f := wire.Frame{Addr: wire.Addr{SrcMAC: psMAC, DstMAC: psMAC, SrcIP: psIP, DstIP: psIP}, TTL: 64, SrcPort: wire.UDPPort,
+		INA: wire.Header{Version: wire.Version, Type: wire.TypeData, Job: job, Seq: seq, Slot: uint16(seq % 8), Bitmap: bitmap, Flags: flags}}
+	for i := range f.INA.Values {
+		f.INA.Values[i] = v
+	}
+	return f.Marshal()
+}
+
+// feed hands frames to s and decodes what it emits.
+func feed(t *testing.T, s *Server, frames ...[]byte) []wire.Header {
+	t.Helper()
+	var out []wire.Header
+	for _, fr := range frames {
+		s.Handle(fr, func(b []byte) {
+			var f wire.Frame
+			if err := f.Unmarshal(b); err != nil {
+				t.Fatalf("PS emitted an undecodable frame: %v", err)
+			}
+			if f.INA.Type != wire.TypeResult || !bytes.Equal(f.SrcMAC, psMAC) {
+				t.Fatalf("PS emitted %v from %v", f.INA.Type, f.SrcMAC)
+			}
+			out = append(out, f.INA)
+		})
+	}
+	return out
+}
+
+func TestMergeByBitmap(t *testing.T) {
+	s := newServer(t, JobConfig{Job: 1, Workers: 4, Window: 8})
+	out := feed(t, s,
+		data(1, 5, 0b0011, wire.FlagPreempted, 10), // switch partial of workers 0, 1
+		data(1, 5, 0b0010, wire.FlagCollision, 99), // overlaps: ignored
+		data(1, 5, 0b0100, wire.FlagECN|wire.FlagCollision, 1),
+		data(1, 5, 0b1000, wire.FlagStale, 2),
+	)
+	if len(out) != 1 {
+		t.Fatalf("%d results, want 1", len(out))
+	}
+	r := out[0]
+	if r.Seq != 5 || r.Bitmap != 0b1111 || r.Values[0] != 13 || r.Values[63] != 13 || r.Flags != wire.FlagECN {
+		t.Errorf("result seq %d bitmap %b value %d flags %v; want 5, 1111, 13, ecn", r.Seq, r.Bitmap, r.Values[0], r.Flags)
+	}
+	c, _ := s.Counters(1)
+	want := Counters{Preempted: 1, Collision: 2, Stale: 1, Merged: 3, Overlap: 1, Results: 1, ECNResults: 1}
+	if c != want {
+		t.Errorf("counters %v, want %v", c, want)
+	}
+	// A late duplicate is dropped; a RESEND is answered with the kept result, byte for byte.
+	var first, again []byte
+	s.Handle(data(1, 6, 0b1111, 0, 1), func(b []byte) { first = b })
+	feed(t, s, data(1, 6, 0b0001, wire.FlagFlushed, 1))
+	s.Handle(data(1, 6, 0b0001, wire.FlagResend, 1), func(b []byte) { again = b })
+	if first == nil || !bytes.Equal(first, again) {
+		t.Error("a late RESEND was not answered with the kept result")
+	}
+	c, _ = s.Counters(1)
+	if c.Late != 1 || c.ResendAnswered != 1 || c.Complete != 1 {
+		t.Errorf("late=%d resend_answered=%d complete=%d, want 1 each", c.Late, c.ResendAnswered, c.Complete)
+	}
+}
+
+func TestOverflowPath(t *testing.T) {
+	s := newServer(t, JobConfig{Job: 2, Workers: 2, Window: 8})
+	out := feed(t, s, data(2, 1, 0b01, 0, 5), data(2, 1, 0b10, wire.FlagOverflow|wire.FlagFlushed, 7))
+	if len(out) != 1 || out[0].Flags != wire.FlagOverflow {
+		t.Fatalf("want one OVERFLOW result, got %v", out)
+	}
+	// Fixed-point data for an overflowed chunk is ignored; a RESEND gets the OVERFLOW result again.
+	if out := feed(t, s, data(2, 1, 0b01, 0, 5)); len(out) != 0 {
+		t.Error("fixed-point data after the overflow produced a result")
+	}
+	if out := feed(t, s, data(2, 1, 0b01, wire.FlagResend, 5)); len(out) != 1 || out[0].Flags != wire.FlagOverflow {
+		t.Errorf("RESEND on the overflow path: %v", out)
+	}
+	big := int32(2_000_000_000)
+	out = feed(t, s, data(2, 1, 0b01, wire.FlagBypass, big), data(2, 1, 0b10, wire.FlagBypass, -big+3))
+	if len(out) != 1 || out[0].Flags != wire.FlagBypass || out[0].Values[9] != 3 {
+		t.Fatalf("bypass result %v", out)
+	}
+	// An int sum that does not fit comes back saturated and flagged.
+	out = feed(t, s, data(2, 2, 0b01, wire.FlagBypass, big), data(2, 2, 0b10, wire.FlagBypass, big))
+	if len(out) != 1 || out[0].Flags != wire.FlagBypass|wire.FlagOverflow || out[0].Values[0] != math.MaxInt32 {
+		t.Fatalf("int overflow result %v", out)
+	}
+	// Float contributions are summed in float64; mixing float and int is refused.
+	f := func(x float32) int32 { return int32(math.Float32bits(x)) }
+	out = feed(t, s, data(2, 3, 0b01, wire.FlagBypass|wire.FlagFloat, f(1.5e9)),
+		data(2, 3, 0b10, wire.FlagBypass, 1),
+		data(2, 3, 0b10, wire.FlagBypass|wire.FlagFloat, f(2.5e9)))
+	if len(out) != 1 || out[0].Flags != wire.FlagBypass|wire.FlagFloat || math.Float32frombits(uint32(out[0].Values[0])) != 4e9 {
+		t.Fatalf("float result %v", out)
+	}
+	// A fixed-point sum at an int32 bound may have been clipped: it takes the exact path.
+	out = feed(t, s, data(2, 4, 0b01, 0, math.MaxInt32), data(2, 4, 0b10, 0, 0))
+	if len(out) != 1 || out[0].Flags != wire.FlagOverflow {
+		t.Fatalf("sum at the bound: %v", out)
+	}
+	c, _ := s.Counters(2)
+	if c.OverflowResults != 2 || c.BypassResults != 3 || c.IntOverflow != 1 || c.FloatMismatch != 1 || c.OverflowIgnored != 1 {
+		t.Errorf("counters %v", c)
+	}
+}
+
+func TestHostileInput(t *testing.T) {
+	s := newServer(t, JobConfig{Job: 1, Workers: 2, Window: 4})
+	good := data(1, 1, 0b01, 0, 1)
+	result := append([]byte(nil), good...)
+	result[42] = wire.Version<<4 | uint8(wire.TypeResult)
+	badVersion := append([]byte(nil), good...)
+	badVersion[42] = 7<<4 | 1
+	arp := make([]byte, 60)
+	arp[12], arp[13] = 0x08, 0x06
+	for _, fr := range [][]byte{nil, good[:41], good[:200], append(append([]byte(nil), good...), 0), arp, result, badVersion,
+		data(9, 1, 1, 0, 1), data(1, 1, 0, 0, 1), data(1, 1, 0b100, 0, 1)} {
+		if out := feed(t, s, fr); len(out) != 0 {
+			t.Errorf("hostile frame produced %d results", len(out))
+		}
+	}
+	g, _ := s.Global()
+	c, _ := s.Counters(1)
+	if g.Malformed != 5 || g.NotINA != 1 || g.NotData != 1 || g.UnknownJob != 1 || c.BadBitmap != 2 {
+		t.Errorf("global %+v, job %v", g, c)
+	}
+}
+
+func TestBoundedMemory(t *testing.T) {
+	s := newServer(t, JobConfig{Job: 1, Workers: 2, Window: 4}) // horizon 64
+	for q := range uint32(200) {
+		feed(t, s, data(1, q, 0b01, 0, 1), data(1, q, 0b10, 0, 1))
+	}
+	if p, k := s.Pending(1); p != 0 || k != 64 {
+		t.Errorf("pending %d kept %d, want 0 and 64", p, k)
+	}
+	// Older than the horizon: no result to answer with, and no accumulator is created.
+	if out := feed(t, s, data(1, 10, 0b01, wire.FlagResend, 1)); len(out) != 0 {
+		t.Error("answered a chunk beyond the horizon")
+	}
+	if out := feed(t, s, data(1, 150, 0b01, wire.FlagResend, 1)); len(out) != 1 {
+		t.Error("did not answer a chunk within the horizon")
+	}
+	// Incomplete chunks are capped too.
+	for q := range uint32(100) {
+		feed(t, s, data(1, 1000+q, 0b01, 0, 1))
+	}
+	c, _ := s.Counters(1)
+	if p, _ := s.Pending(1); p != 64 || c.PendingFull != 36 || c.TooOld != 1 {
+		t.Errorf("pending %d, counters %v", p, c)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, jc := range []JobConfig{{Job: 0, Workers: 2}, {Job: 1, Workers: 33}, {Job: 1, Workers: 2, Window: 2000},
+		{Job: 1, Workers: 2, Window: 64, Horizon: 10}} {
+		if _, err := New(Config{MAC: psMAC, IP: psIP, Jobs: []JobConfig{jc}}); !errors.Is(err, ErrConfig) {
+			t.Errorf("%+v: got %v, want ErrConfig", jc, err)
+		}
+	}
+	s := newServer(t, JobConfig{Job: 1, Workers: 2})
+	if err := s.AddJob(JobConfig{Job: 1, Workers: 2}); !errors.Is(err, ErrConfig) {
+		t.Errorf("adding a served job: %v", err)
+	}
+	if !s.RemoveJob(1) || s.RemoveJob(1) {
+		t.Error("RemoveJob")
+	}
+}
+
+// BenchmarkMerge is the PS merge throughput: 8 single-worker contributions per chunk (the
+// no-INA case, the PS's worst), bytes = values merged.
+func BenchmarkMerge(b *testing.B) {
+	const workers = 8
+	s := newServer(b, JobConfig{Job: 1, Workers: workers, Window: wire.NumSlots})
+	frames := make([][]byte, 0, 1024*workers)
+	for q := range uint32(1024) {
+		for w := range workers {
+			frames = append(frames, data(1, q, 1<<w, 0, int32(q)))
+		}
+	}
+	emit := func([]byte) {}
+	b.SetBytes(4 * wire.NumValues)
+	b.ResetTimer()
+	seq := uint32(0)
+	for i := 0; i < b.N; i++ {
+		fr := frames[i%len(frames)]
+		if i%len(frames) == 0 && i > 0 {
+			// Renumber so every pass merges new chunks.
+			seq += 1024
+			for j, f := range frames {
+				q := seq + uint32(j/workers)
+				f[50], f[51], f[52], f[53] = byte(q>>24), byte(q>>16), byte(q>>8), byte(q)
+			}
+		}
+		s.Handle(fr, emit)
+	}
+}
+
+// A packet holding every worker the PS holds and more replaces the held partial: the case of a
+// preempted partial whose workers re-formed in the slot with one already counted.
+func TestSupersetReplaces(t *testing.T) {
+	s := newServer(t, JobConfig{Job: 1, Workers: 3, Window: 8})
+	out := feed(t, s,
+		data(1, 1, 0b001, wire.FlagPreempted, 5), // worker 0 = 5
+		data(1, 1, 0b011, wire.FlagFlushed, 12),  // workers 0+1 = 5+7
+		data(1, 1, 0b110, wire.FlagFlushed, 99),  // partial overlap: ignored
+		data(1, 1, 0b100, wire.FlagCollision, 1),
+	)
+	if len(out) != 1 || out[0].Values[0] != 13 {
+		t.Fatalf("result %v, want 13", out)
+	}
+	if c, _ := s.Counters(1); c.Replaced != 1 || c.Overlap != 1 || c.Merged != 2 {
+		t.Errorf("counters %v", c)
+	}
+}

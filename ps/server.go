@@ -1,0 +1,171 @@
+package ps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/inapack/inapack/p4src/wire"
+	"github.com/inapack/inapack/worker/transport"
+)
+
+// Server is a parameter server for several jobs. Handle and Serve may be called from one goroutine
+// while others add or remove jobs and read counters.
+type Server struct {
+	mu   sync.Mutex
+	jobs map[uint16]*job
+	g    Global
+	r    resulter
+	// sendErrors counts results the transport refused (read with Global).
+	sendErrors uint64
+}
+
+// New returns a server for cfg's jobs.
+func New(cfg Config) (*Server, error) {
+	if cfg.MAC == nil || len(cfg.MAC) != 6 || cfg.IP.To4() == nil {
+		return nil, fmt.Errorf("%w: the PS needs a 6-byte MAC and an IPv4 address", ErrConfig)
+	}
+	if cfg.ResultMAC == nil {
+		cfg.ResultMAC = net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	}
+	if cfg.ResultIP == nil {
+		cfg.ResultIP = net.IPv4bcast
+	}
+	s := &Server{jobs: map[uint16]*job{}}
+	s.r.tmpl = wire.Frame{
+		Addr: wire.Addr{SrcMAC: cfg.MAC, DstMAC: cfg.ResultMAC, SrcIP: cfg.IP, DstIP: cfg.ResultIP},
+		TTL:  64, SrcPort: wire.UDPPort,
+	}
+	for _, jc := range cfg.Jobs {
+		if err := s.AddJob(jc); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// AddJob starts serving a job. Adding a job already served is an error.
+func (s *Server) AddJob(jc JobConfig) error {
+	if err := jc.check(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.jobs[jc.Job]; ok {
+		return fmt.Errorf("%w: job %d already served", ErrConfig, jc.Job)
+	}
+	s.jobs[jc.Job] = newJob(jc)
+	return nil
+}
+
+// RemoveJob stops serving a job and frees its state; it reports whether the job was served.
+func (s *Server) RemoveJob(id uint16) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.jobs[id]
+	delete(s.jobs, id)
+	return ok
+}
+
+// Handle processes one received frame, calling emit for each result frame to send (emit may keep
+// the slice; it is not reused).
+func (s *Server) Handle(frame []byte, emit func([]byte)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.g.Frames++
+	var f wire.Frame
+	if err := f.Unmarshal(frame); err != nil {
+		if errors.Is(err, wire.ErrNotINA) {
+			s.g.NotINA++
+		} else {
+			s.g.Malformed++
+		}
+		return
+	}
+	if f.INA.Type != wire.TypeData {
+		s.g.NotData++
+		return
+	}
+	j := s.jobs[f.INA.Job]
+	if j == nil {
+		s.g.UnknownJob++
+		return
+	}
+	s.r.out = emit
+	j.handle(&f.INA, &s.r)
+}
+
+// Serve receives frames on t and sends results back on t until ctx is done or t fails.
+func (s *Server) Serve(ctx context.Context, t transport.Transport) error {
+	buf := make([]byte, 2048)
+	emit := func(b []byte) {
+		if err := t.Send(b); err != nil {
+			s.sendErrors++ // under s.mu: emit runs inside Handle
+		}
+	}
+	for ctx.Err() == nil {
+		n, err := t.Recv(buf, time.Now().Add(100*time.Millisecond))
+		if errors.Is(err, transport.ErrTimeout) {
+			continue
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			return fmt.Errorf("ps: receive: %w", err)
+		}
+		s.Handle(buf[:n], emit)
+	}
+	return nil
+}
+
+// Counters returns a copy of a job's counters.
+func (s *Server) Counters(id uint16) (Counters, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := s.jobs[id]
+	if j == nil {
+		return Counters{}, false
+	}
+	return j.c, true
+}
+
+// Global returns a copy of the counters of frames that belong to no job, and the send errors.
+func (s *Server) Global() (Global, uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.g, s.sendErrors
+}
+
+// Pending returns how many chunks of a job are incomplete and how many results are kept.
+func (s *Server) Pending(id uint16) (pending, kept int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if j := s.jobs[id]; j != nil {
+		return len(j.pending), len(j.kept)
+	}
+	return 0, 0
+}
+
+// resulter builds result frames.
+type resulter struct {
+	tmpl wire.Frame
+	out  func([]byte)
+}
+
+// build encodes the result for h's (job, seq, slot) with flags and values (nil: zeros).
+func (r *resulter) build(h *wire.Header, flags wire.Flags, mask uint32, v *[wire.NumValues]int32) []byte {
+	f := &r.tmpl
+	f.ID++
+	f.INA = wire.Header{Version: wire.Version, Type: wire.TypeResult, Priority: h.Priority, Flags: flags,
+		Job: h.Job, Slot: h.Slot, Seq: h.Seq, Bitmap: mask}
+	if v != nil {
+		f.INA.Values = *v
+	}
+	return f.Marshal()
+}
+
+func (r *resulter) emit(b []byte) { r.out(b) }

@@ -1,0 +1,76 @@
+package refswitch
+
+import (
+	"encoding/json"
+	"net/http"
+	"sort"
+	"sync/atomic"
+)
+
+// portCounters are the switch's own counters for one port (the model counts INA events).
+type portCounters struct {
+	RxPackets, RxBytes, RxErrors atomic.Uint64
+	TxPackets, TxBytes, TxErrors atomic.Uint64
+	TailDrops                    atomic.Uint64 // egress queue full
+	FaultLost, FaultDuplicated   atomic.Uint64
+	FaultReordered               atomic.Uint64
+}
+
+// PortStats is a snapshot of one port's counters.
+type PortStats struct {
+	Port            uint16 `json:"port"`
+	Interface       string `json:"interface"`
+	RxPackets       uint64 `json:"rx_packets"`
+	RxBytes         uint64 `json:"rx_bytes"`
+	RxErrors        uint64 `json:"rx_errors"`
+	TxPackets       uint64 `json:"tx_packets"`
+	TxBytes         uint64 `json:"tx_bytes"`
+	TxErrors        uint64 `json:"tx_errors"`
+	TailDrops       uint64 `json:"tail_drops"`
+	QueueDepth      int    `json:"queue_depth"`
+	FaultLost       uint64 `json:"fault_lost"`
+	FaultDuplicated uint64 `json:"fault_duplicated"`
+	FaultReordered  uint64 `json:"fault_reordered"`
+}
+
+// Stats is a snapshot of the switch's own counters.
+type Stats struct {
+	Configured bool `json:"pipeline_configured"`
+	// NoPipelineDrops counts packets received before any pipeline was pushed (BMv2 drops them too).
+	NoPipelineDrops uint64 `json:"no_pipeline_drops"`
+	// NoPortDrops counts packets the model sent to a port number no interface is attached to.
+	NoPortDrops uint64      `json:"no_port_drops"`
+	Ports       []PortStats `json:"ports"`
+}
+
+type switchCounters struct {
+	noPipeline, noPort atomic.Uint64
+}
+
+func (d *dataplane) stats() Stats {
+	s := Stats{Configured: d.configured.Load(), NoPipelineDrops: d.counters.noPipeline.Load(), NoPortDrops: d.counters.noPort.Load()}
+	for _, p := range d.ports {
+		c := &p.st
+		s.Ports = append(s.Ports, PortStats{
+			Port: p.num, Interface: p.ifname,
+			RxPackets: c.RxPackets.Load(), RxBytes: c.RxBytes.Load(), RxErrors: c.RxErrors.Load(),
+			TxPackets: c.TxPackets.Load(), TxBytes: c.TxBytes.Load(), TxErrors: c.TxErrors.Load(),
+			TailDrops: c.TailDrops.Load(), QueueDepth: len(p.queue),
+			FaultLost: c.FaultLost.Load(), FaultDuplicated: c.FaultDuplicated.Load(), FaultReordered: c.FaultReordered.Load(),
+		})
+	}
+	sort.Slice(s.Ports, func(i, j int) bool { return s.Ports[i].Port < s.Ports[j].Port })
+	return s
+}
+
+// statsHandler serves the counters as JSON at /stats.
+func (d *dataplane) statsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(d.stats())
+	})
+	return mux
+}

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Runs the PTF conformance suite (test/ptf) against a switch on veth pairs.
+#   SWITCH=auto (default): BMv2 if simple_switch_grpc is on PATH, else the reference switch
+#   SWITCH=bmv2 | ref
+# Extra arguments go to ptf (e.g. a test name: scripts/ptf.sh ina_vectors.Vector_claim).
+# Exits with ptf's status; prints one SKIP line and succeeds where root, BMv2 or p4c is missing.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BUILD="${BUILD:-build}"
+case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
+PREFIX="${PTF_VETH_PREFIX:-pt}"
+cd "$ROOT"
+
+if [ "$(id -u)" != 0 ]; then
+  echo "SKIP: make ptf needs root for veths"
+  exit 0
+fi
+
+SWITCH="${SWITCH:-auto}"
+if [ "$SWITCH" = auto ]; then
+  if command -v simple_switch_grpc >/dev/null; then SWITCH=bmv2; else SWITCH=ref; fi
+fi
+
+P4INFO="$ROOT/p4src/ina.p4info.txtpb"
+CONFIG=""
+case "$SWITCH" in
+bmv2)
+  if ! command -v simple_switch_grpc >/dev/null; then
+    echo "SKIP: SWITCH=bmv2 needs simple_switch_grpc on PATH (github.com/p4lang/behavioral-model)"
+    exit 0
+  fi
+  if ! command -v p4c-bm2-ss >/dev/null; then
+    echo "SKIP: SWITCH=bmv2 needs p4c-bm2-ss on PATH to build the pipeline (github.com/p4lang/p4c)"
+    exit 0
+  fi
+  scripts/p4.sh v1model >/dev/null
+  P4INFO="$BUILD/ina.p4info.txtpb"
+  CONFIG="$BUILD/ina.json"
+  ;;
+ref)
+  if [ ! -x "$BUILD/bin/refswitch" ]; then
+    echo "ptf.sh: $BUILD/bin/refswitch missing; run make build first" >&2
+    exit 1
+  fi
+  # The reference switch accepts any device config; send the BMv2 JSON where it was built.
+  [ -f "$BUILD/ina.json" ] && CONFIG="$BUILD/ina.json"
+  ;;
+*)
+  echo "ptf.sh: SWITCH must be auto, bmv2 or ref, not '$SWITCH'" >&2
+  exit 2
+  ;;
+esac
+
+PY="$(scripts/pyenv.sh)"
+VENV_BIN="$(dirname "$PY")"
+
+# One veth pair per switch port the vectors use (ports 0..max).
+NPORTS="$("$PY" - "$ROOT/test/vectors" <<'PYEOF'
+import glob, json, os, sys
+ports = {0}
+def walk(x):
+    if isinstance(x, dict):
+        for k, v in x.items():
+            if k == "port" and isinstance(v, int):
+                ports.add(v)
+            elif k == "ports" and isinstance(v, list):
+                ports.update(p for p in v if isinstance(p, int))
+            else:
+                walk(v)
+    elif isinstance(x, list):
+        for v in x:
+            walk(v)
+for path in glob.glob(os.path.join(sys.argv[1], "*.json")):
+    with open(path) as f:
+        walk(json.load(f))
+print(max(max(ports) + 1, 8))
+PYEOF
+)"
+
+free_port() {
+  "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+OUT="$BUILD/ptf"
+mkdir -p "$OUT"
+SWITCH_PID=""
+cleanup() {
+  if [ -n "$SWITCH_PID" ] && kill -0 "$SWITCH_PID" 2>/dev/null; then
+    kill "$SWITCH_PID" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$SWITCH_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$SWITCH_PID" 2>/dev/null || true
+  fi
+  scripts/veth.sh delete "$PREFIX" "$NPORTS"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+scripts/veth.sh create "$PREFIX" "$NPORTS"
+
+GRPC_PORT="$(free_port)"
+GRPC_ADDR="127.0.0.1:$GRPC_PORT"
+SW_IFACES=() PTF_IFACES=()
+for ((i = 0; i < NPORTS; i++)); do
+  SW_IFACES+=(-i "$i@$PREFIX-sw$i")
+  PTF_IFACES+=(-i "$i@$PREFIX-tb$i")
+done
+
+case "$SWITCH" in
+bmv2)
+  THRIFT_PORT="$(free_port)"
+  DEVICE_ID=1
+  simple_switch_grpc --no-p4 --device-id "$DEVICE_ID" --thrift-port "$THRIFT_PORT" \
+    --log-file "$OUT/bmv2" --log-flush "${SW_IFACES[@]}" \
+    -- --grpc-server-addr "$GRPC_ADDR" --cpu-port 255 >"$OUT/switch.log" 2>&1 &
+  ;;
+ref)
+  DEVICE_ID=1
+  "$BUILD/bin/refswitch" --grpc-addr "$GRPC_ADDR" --device-id "$DEVICE_ID" "${SW_IFACES[@]}" \
+    >"$OUT/switch.log" 2>&1 &
+  ;;
+esac
+SWITCH_PID=$!
+
+# Wait for the gRPC port; fail early if the switch died.
+for _ in $(seq 300); do
+  if ! kill -0 "$SWITCH_PID" 2>/dev/null; then
+    echo "ptf.sh: $SWITCH switch exited during start-up; $OUT/switch.log:" >&2
+    tail -20 "$OUT/switch.log" >&2
+    exit 1
+  fi
+  if "$PY" -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 0.2)' \
+      "$GRPC_PORT" 2>/dev/null; then
+    break
+  fi
+  sleep 0.1
+done
+
+echo "ptf: $SWITCH switch on $GRPC_ADDR, $NPORTS ports ($PREFIX-sw*), log $OUT/switch.log"
+set +e
+"$VENV_BIN/ptf" --test-dir test/ptf --pypath "$ROOT/test/ptf" "${PTF_IFACES[@]}" \
+  --log-file "$OUT/ptf.log" \
+  --test-params="grpcaddr='$GRPC_ADDR';device_id=$DEVICE_ID;p4info='$P4INFO';config='$CONFIG'" "$@"
+status=$?
+set -e
+exit $status

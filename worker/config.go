@@ -1,0 +1,81 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/inapack/inapack/p4src/wire"
+)
+
+// Config describes one worker of one job. Every worker of a job must use the same Job, Workers,
+// SlotBase and Window, and must call AllReduce with tensors of the same length in the same order:
+// sequence numbers (and so slots) are derived from that shared order.
+type Config struct {
+	Job      uint16 // 1..wire.MaxJobs-1
+	Rank     int    // this worker's bit in the bitmap, 0..Workers-1
+	Workers  int    // members of the job, 1..32
+	Priority uint8  // requested priority; the switch clamps it to the job's cap
+
+	// SlotBase and Window fix the slot of each chunk: slot = SlotBase + seq mod Window. Window is
+	// also the most chunks a worker has in flight, so two chunks of this job in flight at once
+	// never share a slot. SlotBase+Window must not exceed the switch's active_slots.
+	SlotBase uint16
+	Window   int
+	// InitialWindow is the starting congestion window in chunks (default min(8, Window)).
+	InitialWindow int
+
+	SrcMAC, DstMAC net.HardwareAddr // this host; the next hop (the switch forwards by table anyway)
+	SrcIP, DstIP   net.IP           // this host; the job's PS
+
+	// RTO is the initial retransmission timeout (default 50ms); MinRTO and MaxRTO bound the adaptive
+	// one (defaults 20ms and 1s). The floor is high for a datacenter because software switches and
+	// agents sharing a few cores see scheduling delays of several milliseconds, and a spurious
+	// RESEND is expensive: it flushes a partial sum that the peers' packets then re-open.
+	RTO, MinRTO, MaxRTO time.Duration
+	// ProgressTimeout is how long AllReduce waits without any chunk completing before it gives up
+	// with ErrNoProgress (default 5s).
+	ProgressTimeout time.Duration
+}
+
+// ErrConfig wraps every configuration error.
+var ErrConfig = errors.New("worker: bad config")
+
+func (c *Config) setDefaults() error {
+	switch {
+	case c.Job == 0 || c.Job >= wire.MaxJobs:
+		return fmt.Errorf("%w: job %d outside 1..%d", ErrConfig, c.Job, wire.MaxJobs-1)
+	case c.Workers < 1 || c.Workers > wire.MaxWorkers:
+		return fmt.Errorf("%w: %d workers outside 1..%d", ErrConfig, c.Workers, wire.MaxWorkers)
+	case c.Rank < 0 || c.Rank >= c.Workers:
+		return fmt.Errorf("%w: rank %d outside 0..%d", ErrConfig, c.Rank, c.Workers-1)
+	case c.Window < 1 || int(c.SlotBase)+c.Window > wire.NumSlots:
+		return fmt.Errorf("%w: slots %d..%d outside 0..%d", ErrConfig, c.SlotBase, int(c.SlotBase)+c.Window-1, wire.NumSlots-1)
+	}
+	if c.InitialWindow <= 0 {
+		c.InitialWindow = 8
+	}
+	c.InitialWindow = min(c.InitialWindow, c.Window)
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.RTO, 50*time.Millisecond)
+	def(&c.MinRTO, 20*time.Millisecond)
+	def(&c.MaxRTO, time.Second)
+	def(&c.ProgressTimeout, 5*time.Second)
+	if c.MinRTO > c.MaxRTO {
+		return fmt.Errorf("%w: MinRTO %v above MaxRTO %v", ErrConfig, c.MinRTO, c.MaxRTO)
+	}
+	c.RTO = min(max(c.RTO, c.MinRTO), c.MaxRTO)
+	if c.SrcIP.To4() == nil || c.DstIP.To4() == nil {
+		return fmt.Errorf("%w: SrcIP and DstIP must be IPv4", ErrConfig)
+	}
+	return nil
+}
+
+// slot is the aggregator slot of seq: consecutive seqs cycle through the job's Window slots, so a
+// slot's next use by this job always carries a newer seq (the switch's stale rule relies on it).
+func (c *Config) slot(seq uint32) uint16 { return c.SlotBase + uint16(seq%uint32(c.Window)) }

@@ -1,0 +1,95 @@
+package transport
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+func TestMem(t *testing.T) {
+	a, b := Pipe(2)
+	frame := []byte{1, 2, 3}
+	if err := a.Send(frame); err != nil {
+		t.Fatal(err)
+	}
+	frame[0] = 9 // Send copied it
+	buf := make([]byte, 16)
+	n, err := b.Recv(buf, time.Now().Add(time.Second))
+	if err != nil || !bytes.Equal(buf[:n], []byte{1, 2, 3}) {
+		t.Fatalf("Recv = %v, %v", buf[:n], err)
+	}
+	if _, err := b.Recv(buf, time.Now().Add(10*time.Millisecond)); !errors.Is(err, ErrTimeout) {
+		t.Errorf("empty Recv: %v, want ErrTimeout", err)
+	}
+	for range 3 {
+		_ = a.Send(frame)
+	}
+	if b.Dropped() != 1 || b.Len() != 2 {
+		t.Errorf("queue of 2 after 3 frames: dropped %d, len %d", b.Dropped(), b.Len())
+	}
+	go func() { time.Sleep(10 * time.Millisecond); b.Close() }()
+	for {
+		if _, err := b.Recv(buf, time.Time{}); errors.Is(err, ErrClosed) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Send(frame); !errors.Is(err, ErrClosed) {
+		t.Errorf("Send after Close: %v", err)
+	}
+}
+
+// TestPacket sends a frame across a veth pair (root only).
+func TestPacket(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIP: AF_PACKET and veth creation need root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("SKIP: iproute2 (ip) not on PATH")
+	}
+	run := func(args ...string) error { return exec.Command("ip", args...).Run() }
+	_ = run("link", "del", "agtp0")
+	if err := run("link", "add", "agtp0", "type", "veth", "peer", "name", "agtp1"); err != nil {
+		t.Skipf("SKIP: cannot create a veth pair: %v", err)
+	}
+	t.Cleanup(func() { _ = run("link", "del", "agtp0") })
+	for _, l := range []string{"agtp0", "agtp1"} {
+		if err := run("link", "set", l, "up"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := OpenPacket("agtp0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := OpenPacket("agtp1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	frame := make([]byte, 60)
+	copy(frame, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	copy(frame[6:], a.MAC())
+	frame[12], frame[13] = 0x08, 0x00 // IPv4 ethertype, garbage body: only the bytes matter here
+	frame[14] = 0x45
+	frame[59] = 0xab
+	if err := a.Send(frame); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 2048)
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		n, err := b.Recv(buf, deadline)
+		if err != nil {
+			t.Fatalf("no frame across the veth: %v", err)
+		}
+		if n == 60 && buf[59] == 0xab && bytes.Equal(buf[6:12], a.MAC()) {
+			return
+		}
+	}
+}

@@ -1,0 +1,302 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/inapack/inapack/p4src/wire"
+	"github.com/inapack/inapack/worker/transport"
+)
+
+// K is the number of values per packet (one chunk).
+const K = wire.NumValues
+
+// Worker runs all-reduce calls for one member of one job. Calls must not overlap.
+type Worker struct {
+	cfg       Config
+	t         transport.Transport
+	nextSeq   uint32 // seq of the first chunk of the next call
+	cwnd      float64
+	cwndMilli atomic.Int64 // cwnd*1000 for Snapshot
+	recover   uint32       // window cuts are at most one per window: none until a result newer than this
+	srtt      time.Duration
+	rttvar    time.Duration
+	rto       time.Duration
+	failed    bool
+	stats     Stats
+	tmpl      wire.Frame
+	txbuf     []byte
+	rxbuf     []byte
+}
+
+// New returns a worker sending and receiving on t.
+func New(cfg Config, t transport.Transport) (*Worker, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	w := &Worker{cfg: cfg, t: t, cwnd: float64(cfg.InitialWindow), rto: cfg.RTO,
+		txbuf: make([]byte, wire.FrameLen), rxbuf: make([]byte, 2048)}
+	w.cwndMilli.Store(int64(w.cwnd * 1000))
+	w.tmpl = wire.Frame{
+		Addr:    wire.Addr{SrcMAC: cfg.SrcMAC, DstMAC: cfg.DstMAC, SrcIP: cfg.SrcIP, DstIP: cfg.DstIP},
+		TTL:     64,
+		SrcPort: wire.UDPPort,
+		INA: wire.Header{Version: wire.Version, Type: wire.TypeData, Priority: cfg.Priority,
+			Job: cfg.Job, Bitmap: 1 << uint(cfg.Rank)},
+	}
+	return w, nil
+}
+
+// Config returns the worker's configuration with defaults filled in.
+func (w *Worker) Config() Config { return w.cfg }
+
+// AllReduceInt32 replaces data with the element-wise sum over all workers of the job. Sums are
+// exact; a sum that does not fit in int32 is saturated and reported with an *OverflowError (after
+// every other chunk has completed, so the peers are not left waiting).
+func (w *Worker) AllReduceInt32(ctx context.Context, data []int32) error {
+	return w.run(ctx, len(data), intCodec{data})
+}
+
+// AllReduceFloat32 replaces data with the element-wise sum over all workers, aggregated in fixed
+// point with the given scale (0 means DefaultScale; every worker must use the same one). The error
+// of each result value is at most Workers*0.5/scale plus the float32 rounding of the result
+// (2^-24 relative); a chunk whose fixed-point sum would not fit in int32 is summed by the PS from the
+// float32 values instead (in float64, rounded once to float32). See README.md.
+func (w *Worker) AllReduceFloat32(ctx context.Context, data []float32, scale float64) error {
+	if scale == 0 {
+		scale = DefaultScale
+	}
+	if !(scale > 0) || math.IsInf(scale, 0) {
+		return fmt.Errorf("%w: scale %v must be positive and finite", ErrConfig, scale)
+	}
+	return w.run(ctx, len(data), floatCodec{data, scale})
+}
+
+// codec moves one chunk between the caller's tensor and packet values.
+type codec interface {
+	// load fills v with chunk c as aggregatable int32 values, or as float32 bit patterns if bypass.
+	load(c int, v *[K]int32, bypass bool)
+	// store writes a result into chunk c; float says the values are float32 bit patterns.
+	store(c int, v *[K]int32, float bool)
+	isFloat() bool
+}
+
+// inflight is the state of one chunk in the window.
+type inflight struct {
+	sent     time.Time
+	deadline time.Time
+	tries    int  // retransmissions so far
+	bypass   bool // an OVERFLOW result moved it to the PS path
+	done     bool
+}
+
+func (w *Worker) run(ctx context.Context, n int, cd codec) error {
+	if w.failed {
+		return ErrClosedWorker
+	}
+	chunks := (n + K - 1) / K
+	if chunks == 0 {
+		return nil
+	}
+	base := w.nextSeq
+	// Whatever happens, the peers number the next call from here too.
+	w.nextSeq += uint32(chunks)
+	win := make([]inflight, w.cfg.Window) // ring indexed by chunk mod Window
+	var overflowed []int
+	lo, next := 0, 0
+	lastProgress := time.Now()
+	nextCheck := time.Time{}
+	for lo < chunks {
+		if err := ctx.Err(); err != nil {
+			w.failed = true
+			return err
+		}
+		for next < chunks && next-lo < min(int(w.cwnd), w.cfg.Window) {
+			st := &win[next%w.cfg.Window]
+			*st = inflight{}
+			now := time.Now()
+			if err := w.send(base, next, st, cd, 0, now); err != nil {
+				w.failed = true
+				return err
+			}
+			w.stats.DataSent.Add(1)
+			if nextCheck.IsZero() || st.deadline.Before(nextCheck) {
+				nextCheck = st.deadline
+			}
+			next++
+		}
+		now := time.Now()
+		if now.Sub(lastProgress) > w.cfg.ProgressTimeout {
+			w.failed = true
+			return fmt.Errorf("%w: job %d rank %d: no result for chunk seq %d (call chunks %d..%d, %d done) in %v after %d retransmissions; a peer worker, the PS or the switch is not responding",
+				ErrNoProgress, w.cfg.Job, w.cfg.Rank, base+uint32(lo), base, base+uint32(chunks)-1, lo, w.cfg.ProgressTimeout, win[lo%w.cfg.Window].tries)
+		}
+		if !now.Before(nextCheck) {
+			var err error
+			if nextCheck, err = w.retransmit(base, lo, next, win, cd, now); err != nil {
+				w.failed = true
+				return err
+			}
+		}
+		deadline := nextCheck
+		if lim := now.Add(50 * time.Millisecond); deadline.After(lim) {
+			deadline = lim // wake up for ctx and the progress timeout
+		}
+		k, err := w.t.Recv(w.rxbuf, deadline)
+		if errors.Is(err, transport.ErrTimeout) {
+			continue
+		}
+		if err != nil {
+			w.failed = true
+			return fmt.Errorf("worker: job %d rank %d: receive: %w", w.cfg.Job, w.cfg.Rank, err)
+		}
+		var f wire.Frame
+		if f.Unmarshal(w.rxbuf[:k]) != nil || f.INA.Type != wire.TypeResult || f.INA.Job != w.cfg.Job {
+			w.stats.RxErrors.Add(1)
+			continue
+		}
+		c := int(f.INA.Seq - base)
+		if f.INA.Seq-base >= uint32(chunks) || c < lo || c >= next || win[c%w.cfg.Window].done {
+			w.stats.ResultsIgnored.Add(1)
+			continue
+		}
+		st := &win[c%w.cfg.Window]
+		h := &f.INA
+		if h.Flags&wire.FlagECN != 0 {
+			w.stats.ECN.Add(1)
+			w.cut(h.Seq, base+uint32(next))
+		} else {
+			w.cwnd = min(w.cwnd+1/w.cwnd, float64(w.cfg.Window))
+			w.cwndMilli.Store(int64(w.cwnd * 1000))
+		}
+		bypassResult := h.Flags&wire.FlagBypass != 0
+		switch {
+		case h.Flags&wire.FlagOverflow != 0 && !bypassResult:
+			// The fixed-point sum clipped: resend this chunk on the PS's exact path.
+			if st.bypass {
+				w.stats.ResultsIgnored.Add(1)
+				continue
+			}
+			w.stats.Overflows.Add(1)
+			st.bypass, st.tries = true, 0
+			if err := w.send(base, c, st, cd, wire.FlagBypass, now); err != nil {
+				w.failed = true
+				return err
+			}
+			w.stats.BypassSent.Add(1)
+			if st.deadline.Before(nextCheck) {
+				nextCheck = st.deadline
+			}
+			continue
+		case bypassResult != st.bypass:
+			w.stats.ResultsIgnored.Add(1)
+			continue
+		}
+		if st.tries == 0 && !st.bypass {
+			w.sampleRTT(now.Sub(st.sent))
+		}
+		cd.store(c, &h.Values, h.Flags&wire.FlagFloat != 0)
+		if bypassResult && h.Flags&wire.FlagOverflow != 0 && h.Flags&wire.FlagFloat == 0 {
+			overflowed = append(overflowed, c)
+		}
+		st.done = true
+		w.stats.Results.Add(1)
+		w.stats.Chunks.Add(1)
+		lastProgress = now
+		for lo < next && win[lo%w.cfg.Window].done {
+			lo++
+		}
+	}
+	if len(overflowed) > 0 {
+		return &OverflowError{Job: w.cfg.Job, Chunks: overflowed}
+	}
+	return nil
+}
+
+// send transmits chunk c (seq base+c); extra is BYPASS for the PS path and RESEND for a retry.
+func (w *Worker) send(base uint32, c int, st *inflight, cd codec, extra wire.Flags, now time.Time) error {
+	f := &w.tmpl
+	f.INA.Seq = base + uint32(c)
+	f.INA.Slot = w.cfg.slot(f.INA.Seq)
+	f.INA.Flags = extra
+	if st.bypass {
+		f.INA.Flags |= wire.FlagBypass
+		if cd.isFloat() {
+			f.INA.Flags |= wire.FlagFloat
+		}
+	}
+	cd.load(c, &f.INA.Values, st.bypass)
+	f.ID++
+	if err := f.MarshalTo(w.txbuf); err != nil {
+		return err
+	}
+	if err := w.t.Send(w.txbuf); err != nil {
+		return fmt.Errorf("worker: job %d rank %d: send: %w", w.cfg.Job, w.cfg.Rank, err)
+	}
+	st.sent = now
+	backoff := w.rto << min(st.tries, 6)
+	st.deadline = now.Add(min(backoff, w.cfg.MaxRTO))
+	return nil
+}
+
+// retransmit resends every chunk in [lo, next) whose timer expired, with RESEND, and returns when
+// the next timer fires.
+func (w *Worker) retransmit(base uint32, lo, next int, win []inflight, cd codec, now time.Time) (time.Time, error) {
+	var earliest time.Time
+	cut := false
+	for c := lo; c < next; c++ {
+		st := &win[c%w.cfg.Window]
+		if st.done {
+			continue
+		}
+		if !now.Before(st.deadline) {
+			if !cut {
+				w.cut(base+uint32(c), base+uint32(next))
+				cut = true
+			}
+			st.tries++
+			if err := w.send(base, c, st, cd, wire.FlagResend, now); err != nil {
+				return earliest, err
+			}
+			w.stats.Resent.Add(1)
+		}
+		if earliest.IsZero() || st.deadline.Before(earliest) {
+			earliest = st.deadline
+		}
+	}
+	if earliest.IsZero() {
+		earliest = now.Add(w.rto)
+	}
+	return earliest, nil
+}
+
+// cut halves the window, at most once per window of data: a cut caused by seq only counts if seq
+// was sent after the previous cut (serial-number comparison).
+func (w *Worker) cut(seq, nextSeq uint32) {
+	if w.stats.WindowCuts.Load() > 0 && int32(seq-w.recover) < 0 {
+		return
+	}
+	w.recover = nextSeq
+	w.cwnd = max(1, w.cwnd/2)
+	w.cwndMilli.Store(int64(w.cwnd * 1000))
+	w.stats.WindowCuts.Add(1)
+}
+
+// sampleRTT updates the RTO from a chunk that was not retransmitted (Karn), as in RFC 6298.
+func (w *Worker) sampleRTT(r time.Duration) {
+	if w.srtt == 0 {
+		w.srtt, w.rttvar = r, r/2
+	} else {
+		d := w.srtt - r
+		if d < 0 {
+			d = -d
+		}
+		w.rttvar = (3*w.rttvar + d) / 4
+		w.srtt = (7*w.srtt + r) / 8
+	}
+	w.rto = min(max(w.srtt+4*w.rttvar, w.cfg.MinRTO), w.cfg.MaxRTO)
+}

@@ -1,0 +1,173 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/inapack/inapack/p4src/wire"
+	"github.com/inapack/inapack/ps"
+	"github.com/inapack/inapack/worker"
+	"github.com/inapack/inapack/worker/transport"
+)
+
+var (
+	psMAC = net.HardwareAddr{2, 0, 0, 0, 0, 0x64}
+	psIP  = net.IPv4(10, 0, 0, 100)
+)
+
+func config(rank, workers int) worker.Config {
+	return worker.Config{Job: 1, Rank: rank, Workers: workers, Window: 16, SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, byte(rank)},
+		DstMAC: psMAC, SrcIP: net.IPv4(10, 0, 1, byte(rank+1)), DstIP: psIP, ProgressTimeout: 2 * time.Second}
+}
+
+// hub connects workers straight to a PS, as a switch with INA disabled would: every data packet
+// reaches the PS alone, every result reaches every worker.
+func hub(t *testing.T, workers int) []*transport.Mem {
+	t.Helper()
+	srv, err := ps.New(ps.Config{MAC: psMAC, IP: psIP, Jobs: []ps.JobConfig{{Job: 1, Workers: workers, Window: 16}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends := make([]*transport.Mem, workers)
+	var psEnd *transport.Mem
+	psEnd = transport.NewMem(func(b []byte) error {
+		for _, e := range ends {
+			e.Deliver(b)
+		}
+		return nil
+	}, 1024)
+	for i := range ends {
+		ends[i] = transport.NewMem(func(b []byte) error { psEnd.Deliver(b); return nil }, 1024)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ctx, psEnd) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ends
+}
+
+func TestAllReduceThroughPS(t *testing.T) {
+	const n = 3
+	ends := hub(t, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		w, err := worker.New(config(r, n), ends[r])
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range 3 {
+				ints := make([]int32, 1000)
+				worker.Synthetic(5, 1, r, it, ints)
+				if err := w.AllReduceInt32(context.Background(), ints); err != nil {
+					t.Error(err)
+					return
+				}
+				want := make([]int64, len(ints))
+				worker.SyntheticSum(5, 1, n, it, want)
+				for i := range ints {
+					if int64(ints[i]) != want[i] {
+						t.Errorf("rank %d iter %d value %d: %d, want %d", r, it, i, ints[i], want[i])
+						return
+					}
+				}
+			}
+			floats := []float32{0.5, -1.25, 3}
+			if err := w.AllReduceFloat32(context.Background(), floats, 1024); err != nil || floats[0] != 1.5 || floats[1] != -3.75 || floats[2] != 9 {
+				t.Errorf("rank %d float all-reduce: %v %v", r, floats, err)
+			}
+			if s := w.Snapshot(); s.Chunks != 3*16+1 || s.DataSent < s.Chunks {
+				t.Errorf("rank %d stats %+v", r, s)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestNoProgressIsAClearError(t *testing.T) {
+	a, _ := transport.Pipe(16) // nobody answers
+	cfg := config(0, 2)
+	cfg.ProgressTimeout = 100 * time.Millisecond
+	w, err := worker.New(cfg, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = w.AllReduceInt32(context.Background(), make([]int32, 100))
+	if !errors.Is(err, worker.ErrNoProgress) {
+		t.Fatalf("got %v, want ErrNoProgress", err)
+	}
+	if s := w.Snapshot(); s.Resent == 0 || s.WindowCuts == 0 {
+		t.Errorf("no retransmission or window cut before giving up: %+v", s)
+	}
+	if err := w.AllReduceInt32(context.Background(), make([]int32, 1)); !errors.Is(err, worker.ErrClosedWorker) {
+		t.Errorf("after a failure: %v", err)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	a, _ := transport.Pipe(1)
+	for _, mod := range []func(*worker.Config){
+		func(c *worker.Config) { c.Job = 0 },
+		func(c *worker.Config) { c.Job = wire.MaxJobs },
+		func(c *worker.Config) { c.Workers = 33 },
+		func(c *worker.Config) { c.Rank = 2 },
+		func(c *worker.Config) { c.Window = 0 },
+		func(c *worker.Config) { c.SlotBase = wire.NumSlots - 4 },
+		func(c *worker.Config) { c.DstIP = nil },
+	} {
+		c := config(0, 2)
+		mod(&c)
+		if _, err := worker.New(c, a); !errors.Is(err, worker.ErrConfig) {
+			t.Errorf("%+v: got %v, want ErrConfig", c, err)
+		}
+	}
+	w, _ := worker.New(config(0, 2), a)
+	if err := w.AllReduceFloat32(context.Background(), []float32{1}, -1); !errors.Is(err, worker.ErrConfig) {
+		t.Errorf("negative scale: %v", err)
+	}
+}
+
+// BenchmarkPacketRate is the worker's packet rate against a responder that turns each data packet
+// into its result at once (no switch, no PS work): one op = one chunk sent and completed.
+func BenchmarkPacketRate(b *testing.B) {
+	a, z := transport.Pipe(4096)
+	stop := make(chan struct{})
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, err := z.Recv(buf, time.Now().Add(50*time.Millisecond))
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err != nil {
+				continue
+			}
+			buf[42] = wire.Version<<4 | uint8(wire.TypeResult)
+			_ = z.Send(buf[:n])
+		}
+	}()
+	defer close(stop)
+	cfg := config(0, 1)
+	cfg.Window, cfg.InitialWindow = 256, 256
+	w, err := worker.New(cfg, a)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := make([]int32, worker.K*4096)
+	b.SetBytes(4 * worker.K)
+	b.ResetTimer()
+	for done := 0; done < b.N; done += 4096 {
+		if err := w.AllReduceInt32(context.Background(), data[:worker.K*min(4096, b.N-done)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "chunks/s")
+}
