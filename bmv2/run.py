@@ -44,8 +44,9 @@ class JSONTopo(Topo):
     def build(self, topo, switch_cls):
         for name, h in sorted(topo["hosts"].items()):
             self.addHost(name, ip=h["ip"], mac=h["mac"])
-        for name, s in sorted(topo["switches"].items()):
-            self.addSwitch(name, cls=switch_cls, device_id=s.get("device_id", 1))
+        for i, (name, s) in enumerate(sorted(topo["switches"].items())):
+            # Mininet wants a datapath id; names like "spine" carry no number to derive one from.
+            self.addSwitch(name, cls=switch_cls, device_id=s.get("device_id", 1), dpid="%x" % (i + 1))
         for link in topo["links"]:
             a, pa = parse_endpoint(link[0], topo["hosts"])
             b, pb = parse_endpoint(link[1], topo["hosts"])
@@ -94,9 +95,8 @@ def start_controller(net, topo_path, topo, switch_cls):
     with open(ep_path, "w") as f:
         json.dump(eps, f, indent=2)
     api, metrics = free_port(), free_port()
-    subprocess.check_call([BIN + "/inactl", "derive", "--topology", topo_path, "--endpoints", ep_path, "-o", cfg_path])
-    with open(cfg_path, "a") as f:
-        f.write("controller:\n  api_address: 127.0.0.1:%d\n  metrics_address: 127.0.0.1:%d\n" % (api, metrics))
+    subprocess.check_call([BIN + "/inactl", "derive", "--topology", topo_path, "--endpoints", ep_path, "-o", cfg_path,
+                           "--api-address", "127.0.0.1:%d" % api, "--metrics-address", "127.0.0.1:%d" % metrics])
     subprocess.check_call([BIN + "/inactl", "apply", "--config", cfg_path])
     log = open(os.path.join(STATE, "inactl.log"), "w")
     proc = subprocess.Popen([BIN + "/inactl", "run", "--config", cfg_path], stdout=log, stderr=subprocess.STDOUT)

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	p4config "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/grpc"
@@ -20,7 +19,6 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 )
 
 // Conn is a primary P4Runtime session with one switch: a gRPC connection plus the StreamChannel
@@ -88,30 +86,47 @@ func Dial(ctx context.Context, sc *SwitchConfig, opts DialOptions) (*Conn, error
 }
 
 func (c *Conn) arbitrate(ctx context.Context, timeout time.Duration) error {
-	sctx, cancel := context.WithCancel(context.Background())
-	c.cancel = cancel
 	dctx, dcancel := context.WithTimeout(ctx, timeout)
 	defer dcancel()
-	type result struct {
-		stream p4v1.P4Runtime_StreamChannelClient
-		err    error
-	}
-	got := make(chan result, 1)
-	go func() {
-		stream, err := c.client.StreamChannel(sctx, grpc.WaitForReady(true))
+	var last error
+	for {
+		stream, cancel, err := c.tryArbitrate(dctx)
 		if err == nil {
-			err = stream.Send(&p4v1.StreamMessageRequest{Update: &p4v1.StreamMessageRequest_Arbitration{
-				Arbitration: &p4v1.MasterArbitrationUpdate{DeviceId: c.DeviceID, ElectionId: c.ElectionID}}})
+			c.cancel = cancel
+			go c.watch(stream)
+			return nil
 		}
-		if err != nil {
-			got <- result{err: err}
-			return
+		if status.Code(err) == codes.Unavailable {
+			last = err // not up yet: retry until the deadline, then report what the dialer saw
+		} else if dctx.Err() == nil {
+			return fmt.Errorf("arbitration failed: %w", err)
 		}
-		resp, err := stream.Recv()
-		if err != nil {
-			got <- result{err: err}
-			return
+		if last == nil {
+			last = err
 		}
+		select {
+		case <-dctx.Done():
+			return fmt.Errorf("unreachable within %s: %w", timeout, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// tryArbitrate opens the stream and sends the arbitration update once. Only the setup is bounded
+// by dctx: the stream itself lives until Close.
+func (c *Conn) tryArbitrate(dctx context.Context) (p4v1.P4Runtime_StreamChannelClient, context.CancelFunc, error) {
+	sctx, cancel := context.WithCancel(context.Background())
+	stop := context.AfterFunc(dctx, cancel)
+	stream, err := c.client.StreamChannel(sctx)
+	if err == nil {
+		err = stream.Send(&p4v1.StreamMessageRequest{Update: &p4v1.StreamMessageRequest_Arbitration{
+			Arbitration: &p4v1.MasterArbitrationUpdate{DeviceId: c.DeviceID, ElectionId: c.ElectionID}}})
+	}
+	var resp *p4v1.StreamMessageResponse
+	if err == nil {
+		resp, err = stream.Recv()
+	}
+	if err == nil {
 		arb := resp.GetArbitration()
 		switch {
 		case arb == nil:
@@ -119,20 +134,15 @@ func (c *Conn) arbitrate(ctx context.Context, timeout time.Duration) error {
 		case arb.GetStatus().GetCode() != int32(code.Code_OK):
 			err = fmt.Errorf("not primary (another controller has a higher election id): %s", arb.GetStatus().GetMessage())
 		}
-		got <- result{stream, err}
-	}()
-	select {
-	case r := <-got:
-		if r.err != nil {
-			cancel()
-			return fmt.Errorf("arbitration failed: %w", r.err)
-		}
-		go c.watch(r.stream)
-		return nil
-	case <-dctx.Done():
-		cancel()
-		return fmt.Errorf("unreachable within %s: %w (last: %v)", timeout, dctx.Err(), c.cc.GetState())
 	}
+	if !stop() && err == nil {
+		err = dctx.Err() // the deadline cancelled the stream just as it came up
+	}
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	return stream, cancel, nil
 }
 
 // watch drains the stream; its end means the session is gone.
@@ -256,8 +266,9 @@ func (c *Conn) PipelineCookie(ctx context.Context) (uint64, bool, error) {
 
 // SetPipeline pushes P4Info and the target's device config, tagged with cookie.
 func (c *Conn) SetPipeline(ctx context.Context, s *Schema, deviceConfig []byte, cookie uint64) error {
-	// Re-marshal so the switch gets only fields this p4runtime version knows.
-	info := proto.Clone(s.Info).(*p4config.P4Info)
+	// s.Info was parsed with DiscardUnknown, so the message marshalled here holds only fields this
+	// p4runtime version knows, whatever p4c wrote.
+	info := s.Info
 	_, err := c.client.SetForwardingPipelineConfig(ctx, &p4v1.SetForwardingPipelineConfigRequest{
 		DeviceId: c.DeviceID, ElectionId: c.ElectionID,
 		Action: p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT,

@@ -165,12 +165,3 @@ func (c *Controller) Close() {
 		}
 	}
 }
-
-// Config returns a copy of the current desired state (config plus jobs added through the API).
-func (c *Controller) Config() Config {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cp := *c.cfg
-	cp.Jobs = append([]JobConfig(nil), c.cfg.Jobs...)
-	return cp
-}

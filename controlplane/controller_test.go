@@ -196,10 +196,26 @@ func TestUnreachableSwitch(t *testing.T) {
 	cfg.Controller.DialTimeout = Duration(300 * time.Millisecond)
 	c := newController(t, cfg)
 	err := c.Apply(ctx(t))
-	if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "unreachable") {
+	if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "unreachable") ||
+		!strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("got %v", err)
 	}
 	if s := c.Status()[0]; s.Connected || s.LastError == "" {
 		t.Fatalf("status %+v", s)
+	}
+}
+
+func TestLowerElectionIDIsNotPrimary(t *testing.T) {
+	ref := startRef(t, "127.0.0.1:0")
+	hi := testConfig(t, refConfig, ref.addr)
+	hi.Switches[0].ElectionID = 10
+	if err := newController(t, hi).Apply(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	lo := testConfig(t, refConfig, ref.addr)
+	lo.Switches[0].ElectionID = 5
+	err := newController(t, lo).Apply(ctx(t))
+	if err == nil || !strings.Contains(err.Error(), "not primary") {
+		t.Fatalf("lower election id: %v", err)
 	}
 }

@@ -2,10 +2,13 @@ package controlplane
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
 	"github.com/inapack/inapack/p4src/model"
+	"github.com/inapack/inapack/refswitch"
+	"google.golang.org/grpc"
 )
 
 // waitFor polls cond until it holds; the deadline only bounds a broken run, it asserts no speed.
@@ -51,5 +54,56 @@ func TestRestoresRestartedSwitch(t *testing.T) {
 	st := c.Status()[0]
 	if st.Connects < 2 || st.PipelinePush < 2 {
 		t.Fatalf("status after restart: %+v", st)
+	}
+}
+
+// TestRemovalWhileUnreachable removes a job while its switch is cut off; when the same switch
+// (state intact) is reachable again, reconciliation deletes the job's entries and then frees the
+// slots it still holds, without a pipeline push.
+func TestRemovalWhileUnreachable(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	sw := model.New()
+	p4rt := refswitch.NewP4RuntimeServer(sw, refswitch.WithDeviceID(1), refswitch.WithLogger(quietLog()))
+	serve := func(lis net.Listener) *grpc.Server {
+		g := grpc.NewServer()
+		p4rt.Register(g)
+		go g.Serve(lis)
+		t.Cleanup(g.Stop)
+		return g
+	}
+	g1 := serve(lis)
+	cfg := testConfig(t, refConfig, addr)
+	cfg.Controller.DialTimeout = Duration(300 * time.Millisecond)
+	c := newController(t, cfg)
+	if err := c.Apply(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	sw.SetSlot(9, model.Slot{Job: 5, Seq: 3, Count: 1, Bitmap: 1})
+	g1.Stop()
+	waitFor(t, "the controller to see the switch gone", func() bool { return !c.Status()[0].Connected })
+	if err := c.RemoveJob(ctx(t), 5); err == nil {
+		t.Fatal("removal on an unreachable switch reported success")
+	}
+	if s := sw.Slot(9); s.Count != 1 {
+		t.Fatalf("slot changed while unreachable: %+v", s)
+	}
+	var lis2 net.Listener
+	waitFor(t, "the address to be free", func() bool { lis2, err = net.Listen("tcp", addr); return err == nil })
+	serve(lis2)
+	if _, err := c.Reconcile(ctx(t), "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := sw.PS(5); ok {
+		t.Fatal("job 5 entries not deleted on reconnect")
+	}
+	if s := sw.Slot(9); s.Count != 0 || s.Job != 0 {
+		t.Fatalf("slot 9 of removed job 5 not cleared on reconnect: %+v", s)
+	}
+	if st := c.Status()[0]; st.PipelinePush != 1 {
+		t.Fatalf("pipeline pushed %d times; the switch kept it", st.PipelinePush)
 	}
 }

@@ -27,7 +27,7 @@ type port struct {
 	num    uint16
 	ifname string
 	conn   *packet.Conn
-	queue  chan []byte // bounded egress queue of a shaped or faulty port; its length is enq_qdepth
+	queue  chan []byte // bounded egress queue; its length is enq_qdepth
 	shaper *shaper     // nil: no rate limit
 	faults *injector   // nil: no faults
 	st     portCounters
@@ -101,8 +101,9 @@ func (d *dataplane) read(ctx context.Context, p *port) {
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			p.st.RxErrors.Add(1)
-			d.log.Warn("port read failed", "port", p.num, "interface", p.ifname, "err", err)
+			if n := p.st.RxErrors.Add(1); n&(n-1) == 0 { // log the 1st, 2nd, 4th, ... error
+				d.log.Warn("port read failed", "port", p.num, "interface", p.ifname, "errors", n, "err", err)
+			}
 			time.Sleep(10 * time.Millisecond) // do not spin on a persistent error
 			continue
 		}
@@ -125,10 +126,6 @@ func (d *dataplane) process(in uint16, frame []byte) {
 			if d.counters.noPort.Add(1) == 1 {
 				d.log.Warn("the model sent a packet to a port with no interface (counted in no_port_drops)", "port", o.Port)
 			}
-			continue
-		}
-		if out.shaper == nil && out.faults == nil {
-			d.send(out, o.Frame) // nothing to wait for: skip the hand-over to the writer
 			continue
 		}
 		select {
@@ -174,8 +171,8 @@ func (d *dataplane) send(p *port, f []byte) {
 		return
 	}
 	if _, err := p.conn.WriteTo(f, &packet.Addr{HardwareAddr: net.HardwareAddr(f[0:6])}); err != nil {
-		if p.st.TxErrors.Add(1) == 1 {
-			d.log.Warn("port write failed", "port", p.num, "interface", p.ifname, "err", err)
+		if n := p.st.TxErrors.Add(1); n&(n-1) == 0 {
+			d.log.Warn("port write failed", "port", p.num, "interface", p.ifname, "errors", n, "err", err)
 		}
 		return
 	}

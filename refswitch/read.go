@@ -36,6 +36,8 @@ func (s *P4RuntimeServer) Read(req *p4v1.ReadRequest, stream p4v1.P4Runtime_Read
 				err = s.readRegisters(p, x.RegisterEntry, emit)
 			case *p4v1.Entity_PacketReplicationEngineEntry:
 				err = s.readPRE(x.PacketReplicationEngineEntry, emit)
+			case nil:
+				err = status.Error(codes.InvalidArgument, "read request with an empty entity")
 			default:
 				err = status.Errorf(codes.Unimplemented, "reading %T is not implemented by the reference switch", x)
 			}

@@ -123,6 +123,7 @@ esac
 SWITCH_PID=$!
 
 # Wait for the gRPC port; fail early if the switch died.
+ready=0
 for _ in $(seq 300); do
   if ! kill -0 "$SWITCH_PID" 2>/dev/null; then
     echo "ptf.sh: $SWITCH switch exited during start-up; $OUT/switch.log:" >&2
@@ -131,10 +132,16 @@ for _ in $(seq 300); do
   fi
   if "$PY" -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 0.2)' \
       "$GRPC_PORT" 2>/dev/null; then
+    ready=1
     break
   fi
   sleep 0.1
 done
+if [ "$ready" != 1 ]; then
+  echo "ptf.sh: $SWITCH switch did not open $GRPC_ADDR within 30 s; $OUT/switch.log:" >&2
+  tail -20 "$OUT/switch.log" >&2
+  exit 1
+fi
 
 echo "ptf: $SWITCH switch on $GRPC_ADDR, $NPORTS ports ($PREFIX-sw*), log $OUT/switch.log"
 set +e

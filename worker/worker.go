@@ -154,6 +154,7 @@ func (w *Worker) run(ctx context.Context, n int, cd codec) error {
 			w.failed = true
 			return fmt.Errorf("worker: job %d rank %d: receive: %w", w.cfg.Job, w.cfg.Rank, err)
 		}
+		now = time.Now() // Recv may have waited: RTT samples and progress need the arrival time
 		var f wire.Frame
 		if f.Unmarshal(w.rxbuf[:k]) != nil || f.INA.Type != wire.TypeResult || f.INA.Job != w.cfg.Job {
 			w.stats.RxErrors.Add(1)

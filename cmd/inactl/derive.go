@@ -8,6 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/inapack/inapack/controlplane"
 	"github.com/inapack/inapack/controlplane/topology"
 )
 
@@ -18,6 +19,8 @@ func cmdDerive(args []string) error {
 	topoPath := fs.String("topology", "", "topology.json (p4lang/tutorials form with an \"ina\" section)")
 	epPath := fs.String("endpoints", "", `JSON object: switch name -> {"address", "target", "device_config", "thrift_address"}`)
 	out := fs.String("o", "-", "output file (- for stdout)")
+	api := fs.String("api-address", "", "the controller's job API address in the config (default "+controlplane.DefaultAPIAddress+")")
+	metrics := fs.String("metrics-address", "", "the controller's metrics address in the config (default "+controlplane.DefaultMetrics+")")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -49,6 +52,7 @@ func cmdDerive(args []string) error {
 	if err != nil {
 		return err
 	}
+	cfg.Controller.APIAddress, cfg.Controller.MetricsAddress = *api, *metrics
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("derived config is invalid (a bug, or a topology the controller cannot serve): %w", err)
 	}

@@ -12,6 +12,8 @@ const usage = `inactl: INA switch controller
                                 serve the job API and Prometheus metrics
   inactl apply    --config F    push and reconcile once, print what changed, exit
   inactl validate --config F    check the config (and the P4Info and device configs it names)
+  inactl derive   --topology T --endpoints E [-o F]
+                                write the config for a topology.json (bmv2/topologies)
   inactl status                 per switch and job: counters and slots held (from the API)
   inactl job add --file J       add a job (YAML or JSON, as an entry of the config's jobs list)
   inactl job remove ID          remove a job: its entries and the slots it holds
@@ -36,6 +38,8 @@ func main() {
 		err = cmdApply(args)
 	case "validate":
 		err = cmdValidate(args)
+	case "derive":
+		err = cmdDerive(args)
 	case "status":
 		err = cmdStatus(args)
 	case "job":

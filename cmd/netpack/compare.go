@@ -40,7 +40,7 @@ func runCompare(args []string) error {
 	ref := fs.String("ref", "netpack", "policy the ratios are relative to")
 	asJSON := fs.Bool("json", false, "print a JSON object (per-policy mean JCT in seconds) instead of a table")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return helpOK(err)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %v", fs.Args())
@@ -107,7 +107,7 @@ func runEvaluate(args []string) error {
 	maxJobs := fs.Int("max-jobs", 8000, "cap on synthetic jobs per size")
 	seed := fs.Uint64("seed", 1, "seed of the synthetic workloads")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return helpOK(err)
 	}
 	if *tracePath == "" {
 		return fmt.Errorf("-trace is required")

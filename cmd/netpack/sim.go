@@ -23,7 +23,7 @@ func init() {
 type simFlags struct {
 	trace, format, paiTasks string
 	skipBad                 bool
-	synthetic               int
+	synthetic, gpuScale     int
 	load                    float64
 	seed                    uint64
 	cluster, uniform        string
@@ -43,6 +43,7 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.paiTasks, "pai-tasks", "", "Alibaba pai_task_table.csv giving PAI jobs' GPU counts (without it every PAI job has 1 GPU)")
 	fs.BoolVar(&f.skipBad, "skip-bad", false, "skip malformed trace rows (counted) instead of failing")
 	fs.IntVar(&f.synthetic, "synthetic", 0, "instead of -trace, generate this many jobs calibrated to the ITP statistics")
+	fs.IntVar(&f.gpuScale, "gpu-scale", 1, "multiply -synthetic job sizes by this (for large clusters)")
 	fs.Float64Var(&f.load, "load", 0.8, "offered load (GPU-time / capacity) of -synthetic workloads")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of -synthetic workloads")
 	fs.StringVar(&f.cluster, "cluster", "", "cluster file (YAML or JSON); default -uniform")
@@ -78,7 +79,7 @@ func (f *simFlags) workload() (*sim.Workload, *trace.Trace, error) {
 		tr, err = trace.LoadFile(f.trace, trace.Format(f.format), f.paiTasks, trace.Options{SkipBad: f.skipBad})
 	case f.synthetic > 0:
 		tr, err = trace.Synthetic(trace.SynthConfig{Jobs: f.synthetic, TotalGPUs: c.TotalGPUs(), Load: f.load,
-			MaxGPUs: c.TotalGPUs()}, f.seed)
+			MaxGPUs: c.TotalGPUs(), GPUScale: f.gpuScale}, f.seed)
 	default:
 		return nil, nil, errors.New("-trace FILE or -synthetic N is required")
 	}
@@ -180,13 +181,21 @@ func writePlots(dir string, results []*sim.Result) error {
 	return plot.Save(bars, filepath.Join(dir, "jct-mean"))
 }
 
+// helpOK turns -h into a clean exit: the flag package has already printed the usage.
+func helpOK(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
+}
+
 func runSim(args []string) error {
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	var f simFlags
 	f.register(fs)
 	policy := fs.String("policy", "netpack", fmt.Sprintf("placement policy %v", netpack.PolicyNames()))
 	if err := fs.Parse(args); err != nil {
-		return err
+		return helpOK(err)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %v", fs.Args())

@@ -7,21 +7,18 @@ import (
 
 // knapsackLimit bounds items × capacity cells of the admission DP; beyond it admission is greedy
 // by value density (documented in README).
-const knapsackLimit = 50_000_000
+const knapsackLimit = 20_000_000
 
 // admitKnapsack picks the subset of waiting jobs to start now: the most valuable set whose GPUs fit
 // the free GPUs (0/1 knapsack by dynamic programming). Jobs that can never fit the cluster are left
 // out. value[i] is the job's value; when every job fits, all are admitted.
 func admitKnapsack(st *State, waiting []*Job, value func(i int) float64) []int {
 	free := st.TotalFreeGPUs()
-	total := st.Cluster.TotalGPUs()
 	var items []int
 	sum := 0
-	for i, j := range waiting {
-		if j.GPUs > 0 && j.GPUs <= total && j.GPUs <= free {
-			items = append(items, i)
-			sum += j.GPUs
-		}
+	for _, i := range eligible(st, waiting) {
+		items = append(items, i)
+		sum += waiting[i].GPUs
 	}
 	if sum <= free {
 		return items
@@ -83,13 +80,32 @@ func gcd(a, b int) int {
 	return a
 }
 
+// eligible lists the waiting jobs a policy may start now: valid, not running, not listed twice,
+// and no larger than the free GPUs. Others are skipped, never placed (callers report invalid jobs
+// with Job.Validate).
+func eligible(st *State, waiting []*Job) []int {
+	free := st.TotalFreeGPUs()
+	seen := make(map[string]bool, len(waiting))
+	var out []int
+	for i, j := range waiting {
+		if j == nil || j.GPUs > free || j.Validate(nil) != nil || seen[j.ID] {
+			continue
+		}
+		seen[j.ID] = true
+		if _, running := st.index[j.ID]; !running {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // admitFIFO is the baselines' admission: in queue order, start every job that fits the free GPUs
 // now (first fit with backfilling); jobs that can never fit are left out.
 func admitFIFO(st *State, waiting []*Job) []*Job {
 	free := st.TotalFreeGPUs()
 	var out []*Job
-	for _, j := range waiting {
-		if j.GPUs > 0 && j.GPUs <= free {
+	for _, i := range eligible(st, waiting) {
+		if j := waiting[i]; j.GPUs <= free {
 			out = append(out, j)
 			free -= j.GPUs
 		}

@@ -18,6 +18,8 @@ type BenchConfig struct {
 	// Busy is the fraction of GPUs running jobs before timing starts (filled by one untimed batch
 	// of synthetic jobs placed by the same policy).
 	Busy float64
+	// GPUs, if > 0, overrides every timed job's GPU demand (e.g. 32 to time multi-machine placement).
+	GPUs int
 	Seed uint64
 }
 
@@ -68,6 +70,11 @@ func RunBench(cfg BenchConfig) (BenchResult, error) {
 		return res, err
 	}
 	jobs := SyntheticJobs(cfg.Seed, cfg.Jobs)
+	if cfg.GPUs > 0 {
+		for _, j := range jobs {
+			j.GPUs = cfg.GPUs
+		}
+	}
 	if cfg.Batch {
 		var ps []Placement
 		t0 := time.Now()

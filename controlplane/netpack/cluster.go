@@ -53,15 +53,6 @@ func (c *Cluster) TotalGPUs() int {
 	return n
 }
 
-// MaxGPUsPerMachine is the largest GPU count of any machine.
-func (c *Cluster) MaxGPUsPerMachine() int {
-	m := 0
-	for i := range c.Machines {
-		m = max(m, c.Machines[i].GPUs)
-	}
-	return m
-}
-
 // Validate reports the first impossible value: zero or negative capacities, missing RTT where INA
 // memory is set, racks that do not tile Machines.
 func (c *Cluster) Validate() error {

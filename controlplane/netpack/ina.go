@@ -23,7 +23,8 @@ func ESAPriority(j *Job) uint8 { return esaPriority(j) }
 // use and what jobs enabled before it need) for its flow. Once memory is spent, statistical sharing
 // still lets a job aggregate part of its traffic at the cost of others' shares, so the job keeps INA
 // only if the joint estimate of its neighbourhood (the jobs sharing a resource with it) is at least
-// as good with INA as without; otherwise it runs without INA.
+// as good with INA as without; otherwise it runs without INA. In Separate mode memory spent means
+// no INA.
 func (w *npWork) enableINA(placed []Placement) {
 	e := w.est
 	type cand struct {
@@ -87,6 +88,13 @@ func (w *npWork) enableINA(placed []Placement) {
 			continue
 		}
 		p := &placed[c.i]
+		if e.mode == Separate {
+			// Separate budgets: memory spent means no INA.
+			e.Remove(p.Job.ID)
+			p.INA = false
+			_ = e.Add(*p) // the same placement without INA: valid
+			continue
+		}
 		near := e.neighbourhood(p.Job.ID)
 		with := e.speedSum(near)
 		e.Remove(p.Job.ID)

@@ -163,3 +163,23 @@ func FuzzParseJobs(f *testing.F) {
 		_ = Estimate(c, st.Running, Joint)
 	})
 }
+
+func TestScheduleSkipsBadWaitingJobs(t *testing.T) {
+	c := mustUniform(t, 1, 2, 4)
+	good := testJob("ok", 2, 1e6, 0.1)
+	bad := testJob("bad", 1, 1e6, 0) // zero compute time
+	for _, name := range PolicyNames() {
+		st := NewState(c)
+		pol, _ := NewPolicy(name, Options{})
+		ps := pol.Schedule(st, []*Job{nil, bad, good, good})
+		if len(ps) != 1 || ps[0].Job != good {
+			t.Fatalf("%s: want only the valid job once, got %d placements", name, len(ps))
+		}
+		if err := st.Add(ps[0]); err != nil {
+			t.Fatal(err)
+		}
+		if again := pol.Schedule(st, []*Job{good}); len(again) != 0 {
+			t.Fatalf("%s: placed a running job again", name)
+		}
+	}
+}

@@ -157,10 +157,10 @@ func TestNetPackINAEnablement(t *testing.T) {
 // TestIncrementalAndFullEstimationPlaceIdentically: NetPack with the incremental estimator and
 // with full re-estimation make the same decisions on random workloads.
 func TestIncrementalAndFullEstimationPlaceIdentically(t *testing.T) {
-	for seed := uint64(0); seed < 6; seed++ {
+	for seed := uint64(0); seed < 24; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 99))
 		c, err := Uniform(UniformSpec{Racks: 2 + rng.IntN(4), MachinesPerRack: 2 + rng.IntN(6), GPUsPerMachine: []int{1, 2, 4, 8}[rng.IntN(4)],
-			Oversubscription: 1 + 3*rng.Float64(), INAMemoryBytes: float64(rng.IntN(3)) * 2e4})
+			Oversubscription: 1 + 3*rng.Float64(), INAMemoryBytes: []float64{0, 2e4, 2e5}[rng.IntN(3)]})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,5 +204,65 @@ func TestKnapsackAdmission(t *testing.T) {
 func TestNewPolicyUnknown(t *testing.T) {
 	if _, err := NewPolicy("nope", Options{}); err == nil {
 		t.Fatal("unknown policy accepted")
+	}
+}
+
+// TestNetPackHistoryIndependent: a reused NetPack policy (estimator caught up through the journal,
+// or by a full comparison for a cloned state, including placements the caller dropped) decides
+// exactly as a fresh one.
+func TestNetPackHistoryIndependent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	c, err := Uniform(UniformSpec{Racks: 3, MachinesPerRack: 4, GPUsPerMachine: 4, INAMemoryBytes: 2e4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reused, _ := NewPolicy("netpack", Options{})
+	st := NewState(c)
+	for round := 0; round < 20; round++ {
+		jobs := randomJobs(rng, 4, fmt.Sprintf("h%d-", round))
+		if round%5 == 4 {
+			st = st.Clone()
+		}
+		fresh, _ := NewPolicy("netpack", Options{})
+		want := fresh.Schedule(st, jobs)
+		got := reused.Schedule(st, jobs)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("round %d: reused %+v\nfresh %+v", round, got, want)
+		}
+		for i, p := range got {
+			if i%3 == 2 {
+				continue // the caller may drop placements
+			}
+			if err := st.Add(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, r := range st.Running {
+			if rng.IntN(3) == 0 {
+				st.Remove(r.Job.ID)
+			}
+		}
+	}
+}
+
+func TestAdmitGreedyByDensity(t *testing.T) {
+	jobs := []*Job{testJob("a", 4, 1e6, 1), testJob("b", 2, 1e6, 1), testJob("c", 3, 1e6, 1)}
+	vals := []float64{4, 6, 3} // densities 1, 3, 1
+	got := admitGreedy(jobs, []int{0, 1, 2}, 6, func(i int) float64 { return vals[i] })
+	if !reflect.DeepEqual(got, []int{0, 1}) {
+		t.Fatalf("want b then a (6 GPUs), got %v", got)
+	}
+}
+
+func TestNetPackHugeJobSpreads(t *testing.T) {
+	c := mustUniform(t, 2, 80, 8) // 1,280 GPUs
+	pol, _ := NewPolicy("netpack", Options{})
+	st := NewState(c)
+	ps := pol.Schedule(st, []*Job{testJob("huge", maxDPGPUs+76, 1e8, 0.1)})
+	if len(ps) != 1 {
+		t.Fatalf("huge job not placed")
+	}
+	if err := st.Add(ps[0]); err != nil {
+		t.Fatal(err)
 	}
 }

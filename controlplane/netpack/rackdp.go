@@ -95,8 +95,8 @@ func (dp *rackDP) workers(n, k int) []Worker {
 	if n >= len(dp.val) || k > dp.g || math.IsInf(dp.val[n][k], -1) {
 		return nil
 	}
-	// Walk items backwards: item i was taken at (n, k) if its recorded choice leads to a state that
-	// was reachable with the earlier items. Recompute reachability per prefix to stay exact.
+	// Walk items backwards: the last item that improved (n, k) set its final value, and the state
+	// it extended, (n−1, k−t), was final for the items before it.
 	var out []Worker
 	for i := len(dp.ms) - 1; i >= 0 && n > 0; i-- {
 		if t := dp.choice(i, n, k); t > 0 {
@@ -112,9 +112,7 @@ func (dp *rackDP) workers(n, k int) []Worker {
 	return out
 }
 
-// choice is the GPUs item i contributed to the best (n, k) using items 0..i, or 0 when item i was
-// not used. take[i][n][k] is set only when item i improved (n, k), and a later item may have
-// overwritten the value, so the decision for item i is read from its own layer.
+// choice is the GPUs item i put in (n, k) when it improved that state, or 0 if it did not.
 func (dp *rackDP) choice(i, n, k int) int {
 	if row := dp.take[i][n]; row != nil {
 		return int(row[k])

@@ -70,7 +70,8 @@ type prediction struct {
 // alone with shareOf using the job's stream count on it. At an INA ToR the job is predicted an INA
 // share x = got of shareOf on that ToR's INA capacity; a fraction a = x/d of its traffic is
 // aggregated, so its coefficient on the links after that ToR is a·1 + (1−a)·s_R, and the INA share
-// it takes from other jobs counts as harm.
+// it takes from other jobs counts as harm. In Separate mode links are judged fully aggregated and
+// the INA share caps the flow instead (the two budgets apart).
 func (e *Estimator) predict(p *Placement) prediction {
 	d := p.Job.Model.GradientBytes / p.Job.Model.ComputeSec
 	uses, inaRacks := buildUses(e.c, e.x, p)
@@ -92,7 +93,7 @@ func (e *Estimator) predict(p *Placement) prediction {
 			continue
 		}
 		k := u.kA
-		if u.inaSlot >= 0 {
+		if u.inaSlot >= 0 && e.mode == Joint {
 			a := aggFrac[u.inaSlot]
 			k = a*u.kA + (1-a)*u.kF
 		}
@@ -109,6 +110,12 @@ func (e *Estimator) predict(p *Placement) prediction {
 		}
 	}
 	flow := d
+	if e.mode == Separate {
+		// Separate budgets: links as if fully aggregated, INA share as a hard limit.
+		for _, a := range aggFrac {
+			flow = math.Min(flow, a*d)
+		}
+	}
 	for _, x := range per {
 		got, _ := e.shareOf(x.r, x.k, d)
 		flow = math.Min(flow, got)

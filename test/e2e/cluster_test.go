@@ -33,6 +33,9 @@ type jobSpec struct {
 	killAfter int
 }
 
+// In-process RTTs are microseconds: the tests use a 5 ms RTO floor (the default 20 ms is for
+// software switches sharing cores with the agents).
+
 // cluster is a model switch, a fabric, one PS on psPort and the jobs' workers.
 type cluster struct {
 	sw   *model.Switch
@@ -112,7 +115,7 @@ func (c *cluster) runJobs(t *testing.T, seed uint64, jobs []jobSpec, progress ti
 			w, err := worker.New(worker.Config{Job: j.id, Rank: r, Workers: j.workers, Priority: j.priority,
 				SlotBase: j.slotBase, Window: j.window, SrcMAC: net.HardwareAddr{0x02, 0, 0, byte(j.id), 0, byte(r)},
 				DstMAC: psMAC, SrcIP: net.IPv4(10, 0, byte(j.id), byte(r+1)), DstIP: psIP,
-				ProgressTimeout: progress}, c.fab.Attach(workerPort(j.id, r)))
+				MinRTO: 5 * time.Millisecond, ProgressTimeout: progress}, c.fab.Attach(workerPort(j.id, r)))
 			must(t, err)
 			wg.Add(1)
 			go func(j jobSpec, r int) {

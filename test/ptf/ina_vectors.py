@@ -12,7 +12,9 @@ counter_timeout (seconds to wait for counters to settle, default 2).
 import glob
 import ipaddress
 import json
+import logging
 import os
+import sys
 import time
 
 from ptf import testutils
@@ -132,7 +134,9 @@ class VectorTest(P4RuntimeTest):
         if len(frame) < ETH_HEADER_LEN:
             # The kernel refuses to send a frame shorter than the link header on a veth, so such a
             # step cannot be run on a real port (the Go suite runs it against the model).
-            print("SKIP: %s: a %d-byte frame cannot be sent on a veth" % (where, len(frame)))
+            msg = "SKIP: %s: a %d-byte frame cannot be sent on a veth" % (where, len(frame))
+            logging.warning(msg)
+            print(msg, file=sys.stderr)
             return
         testutils.send_packet(self, step["in"]["port"], frame)
 

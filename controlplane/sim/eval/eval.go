@@ -218,7 +218,11 @@ func (rep *Report) scale(base sim.Setup, all []string) error {
 			return err
 		}
 		n := min(cfg.MaxJobs, int(cfg.JobsPerM*float64(racks*per)))
-		tr, err := trace.Synthetic(trace.SynthConfig{Jobs: n, TotalGPUs: c.TotalGPUs(), Load: 0.8, MaxGPUs: c.TotalGPUs()}, cfg.Seed)
+		// Beyond 1,000 machines jobs grow with the cluster, so that the number of concurrent
+		// jobs (cost) stays bounded and the capped job count still fills the cluster.
+		gs := max(1, racks*per/1000)
+		tr, err := trace.Synthetic(trace.SynthConfig{Jobs: n, TotalGPUs: c.TotalGPUs(), Load: 0.8, MaxGPUs: c.TotalGPUs(),
+			GPUScale: gs}, cfg.Seed)
 		if err != nil {
 			return err
 		}

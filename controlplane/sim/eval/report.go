@@ -96,8 +96,9 @@ func (rep *Report) Markdown(w io.Writer) error {
 	p("\n## 4. Cluster size\n\n")
 	if len(rep.Scale) > 0 {
 		p("Synthetic workloads (`trace.Synthetic`, calibrated to the whole-ITP job-size, GPU-time and duration statistics, ")
-		p("inter-arrival CV 3.9) at offered load 0.8 of the cluster's GPUs; %.0f jobs per machine, at most %d; racks of 20 machines, %s; ",
-			cfg.JobsPerM, cfg.MaxJobs, Constrained.Name)
+		p("inter-arrival CV 3.9) at offered load 0.8 of the cluster's GPUs; %.0f jobs per machine, at most %d; beyond 1,000 machines every job's GPU count is multiplied by machines/1000 ",
+			cfg.JobsPerM, cfg.MaxJobs)
+		p("(so the capped number of jobs still fills the cluster and a run stays within minutes); racks of 20 machines, %s; ", Constrained.Name)
 		p("warm-up the first tenth of the arrival window. Seed %d.\n\n", cfg.Seed)
 		p("| machines | jobs | NetPack mean JCT h | best baseline | its mean JCT h | reduction vs best | mean reduction vs all baselines | wall s (all policies) |\n")
 		p("|---:|---:|---:|---|---:|---:|---:|---:|\n")
@@ -150,7 +151,7 @@ func (rep *Report) Markdown(w io.Writer) error {
 		p("| larger simulated clusters | up to 78%% | up to %s (against any baseline, section 4) | %s |\n", pct(mx), whyScale)
 		p("| average across 100 to 10,000 machines | 31%% | %s vs best baseline | %s |\n", pct(avg), whyScale)
 	}
-	p("| joint over separate estimation | up to 63%% | up to %s | %s |\n", pct(jmax), whyJoint)
+	p("| joint over separate estimation | up to 63%% | up to %s | %s%s |\n", pct(jmax), whyJoint, rep.jointNote())
 	off := rep.NoINA[Constrained.Name]
 	p("| NetPack's gain with INA disabled | 87-92%% | %s vs best baseline, %s vs the mean of baselines (constrained) | %s |\n",
 		pct(off.Gain(off.BestBaseline())), pct(rep.meanGain(off)), standing(off)+whyNoINA)
@@ -166,6 +167,17 @@ func (rep *Report) Markdown(w io.Writer) error {
 	p("## Reproduce\n\n```sh\nmake evaluation            # this file and docs/img/*\n%s\n```\n", compareCmd(cfg, cons))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// jointNote reports, from the numbers, a run where separate estimation placed better.
+func (rep *Report) jointNote() string {
+	for _, row := range rep.jointRows() {
+		if g := 1 - row.joint.Mean("netpack")/row.sep.Mean("netpack"); g < -0.01 {
+			return fmt.Sprintf(" With %s the separate estimator's placements did better (joint %s worse); the cause is not isolated yet and is a lead for the netpack engine, not a property of the estimators.",
+				row.name, pct(-g))
+		}
+	}
+	return ""
 }
 
 type jointRow struct {
@@ -243,8 +255,8 @@ const (
 	whyTrace = "Consolidating placements (gandiva-style) already keep multi-machine jobs inside racks, which is most of what matters in this model. A worker is a machine (GPUs inside one aggregate locally), so the 77% of jobs with 1 GPU, and 8-GPU jobs placed on one machine, never touch the network; " +
 		"only jobs split across machines can gain from placement. The paper's trace, cluster and link speeds are not public; ours are ITP cluster04 on 16 racks. " +
 		"The baselines are this project's implementations (controlplane/netpack), and how far a baseline spreads a job decides most of the gap."
-	whyScale = "Synthetic ITP-calibrated workloads, not the paper's; the number of jobs is capped at the largest sizes to keep the run within minutes, which lowers the load there."
-	whyJoint = "Separate estimation misjudges only where INA memory and links are both near saturation; with 256 KiB per ToR and at most a few multi-machine jobs per rack that is rare here."
+	whyScale = "Synthetic ITP-calibrated workloads, not the paper's (which are not public); beyond 1,000 machines our jobs grow with the cluster instead of multiplying, to keep runs within minutes."
+	whyJoint = "Both estimators agree wherever INA capacity does not bind (256 KiB with ESA holds is about 210 Gbit/s per ToR, more than a rack's multi-machine jobs push), so NetPack places the same way with either; they can differ only where memory is scarce."
 	whyNoINA = "The gain over the spreading baselines comes from where multi-machine jobs land (consolidation avoids uplinks and shared PS NICs), which does not need INA, so it persists without INA as in the paper; " +
 		"against a consolidating baseline NetPack's INA-aware choices buy nothing once INA is off."
 	whyESA = "The fluid model captures ESA's shorter slot hold (more INA capacity per byte of memory) but not its priority order, and INA capacity binds only when memory is scarce."

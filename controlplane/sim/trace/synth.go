@@ -33,10 +33,14 @@ type SynthConfig struct {
 	TotalGPUs   int
 	Load        float64
 	JobsPerHour float64
-	// MaxGPUs drops job sizes larger than this (0: keep all), renormalising the mix.
+	// MaxGPUs drops job sizes larger than this (0: keep all), renormalising the mix, and caps
+	// sizes after GPUScale.
 	MaxGPUs int
 	// DurationScale multiplies every duration (1 if zero); small values make short test traces.
 	DurationScale float64
+	// GPUScale multiplies every job's GPU count (1 if zero), capped at MaxGPUs: larger clusters
+	// with larger jobs keep the number of concurrent jobs, and so the cost of a run, bounded.
+	GPUScale int
 }
 
 // Synthetic draws a trace calibrated to the whole-ITP statistics: GPU counts from the published
@@ -60,7 +64,8 @@ func Synthetic(cfg SynthConfig, seed uint64) (*Trace, error) {
 	for i := range sizes {
 		meanGPUTime += share[i] * float64(sizes[i]) * stretch[i]
 	}
-	meanGPUTime *= meanDuration() * scale
+	gscale := max(1, cfg.GPUScale)
+	meanGPUTime *= meanDuration() * scale * float64(gscale)
 	var rate float64 // jobs per second
 	switch {
 	case cfg.TotalGPUs > 0 && cfg.Load > 0:
@@ -76,11 +81,14 @@ func Synthetic(cfg SynthConfig, seed uint64) (*Trace, error) {
 	now := 0.0
 	for i := range t.Jobs {
 		k := pick(rng, share)
-		t.Jobs[i] = Job{
+		t.Jobs[i] = Job{ // GPUs capped below, after the draw, so the random stream is the same
 			ID:       fmt.Sprintf("synth-%06d", i),
 			Submit:   math.Round(now),
-			GPUs:     sizes[k],
+			GPUs:     sizes[k] * gscale,
 			Duration: math.Max(1, math.Round(min(durationQuantile(rng.Float64())*stretch[k], maxDuration)*scale)),
+		}
+		if cfg.MaxGPUs > 0 {
+			t.Jobs[i].GPUs = min(t.Jobs[i].GPUs, cfg.MaxGPUs)
 		}
 		now += ia.draw(rng)
 	}

@@ -227,6 +227,19 @@ func TestSyntheticCalibration(t *testing.T) {
 	}
 }
 
+func TestSyntheticGPUScale(t *testing.T) {
+	base, _ := Synthetic(SynthConfig{Jobs: 200, TotalGPUs: 4096, Load: 0.8}, 9)
+	big, err := Synthetic(SynthConfig{Jobs: 200, TotalGPUs: 4096, Load: 0.8, GPUScale: 4, MaxGPUs: 128}, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range base.Jobs {
+		if want := min(4*base.Jobs[i].GPUs, 128); big.Jobs[i].GPUs != want || big.Jobs[i].Duration != base.Jobs[i].Duration {
+			t.Fatalf("job %d: %+v, want %d GPUs and duration %v", i, big.Jobs[i], want, base.Jobs[i].Duration)
+		}
+	}
+}
+
 func TestSyntheticErrors(t *testing.T) {
 	for _, c := range []SynthConfig{{}, {Jobs: 5}, {Jobs: 5, JobsPerHour: 1, MaxGPUs: -1 + 0}} {
 		if c.JobsPerHour > 0 {

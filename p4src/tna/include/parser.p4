@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+// TNA parsers and deparsers. Ingress: a packet arriving on INA_RECIRC_PORT starts with
+// ina_recirc_t. Egress: every packet starts with ina_bridge_t.
+#ifndef INA_TNA_PARSER_P4
+#define INA_TNA_PARSER_P4
+
+parser IngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t md,
+                     out ingress_intrinsic_metadata_t ig_intr_md) {
+    state start {
+        pkt.extract(ig_intr_md);
+        pkt.advance(PORT_METADATA_SIZE);
+        md.is_ina = 0;
+        transition select(ig_intr_md.ingress_port) {
+            INA_RECIRC_PORT: parse_recirc;
+            default: parse_ethernet;
+        }
+    }
+
+    state parse_recirc {
+        pkt.extract(hdr.recirc);
+        transition parse_ethernet;
+    }
+
+    state parse_ethernet {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+
+    // No IPv4 options: UDP is read right after the 20-byte header whatever the IHL.
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        transition select(hdr.ipv4.protocol) {
+            IP_PROTO_UDP: parse_udp;
+            default: accept;
+        }
+    }
+
+    state parse_udp {
+        pkt.extract(hdr.udp);
+        transition select(hdr.udp.dst_port) {
+            INA_UDP_PORT: parse_ina;
+            default: accept;
+        }
+    }
+
+    state parse_ina {
+        md.is_ina = 1;
+        pkt.extract(hdr.ina);
+        pkt.extract(hdr.ina_values);
+        transition accept;
+    }
+}
+
+control IngressDeparser(packet_out pkt, inout headers_t hdr, in ig_meta_t md,
+                        in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+    Checksum() ipv4_checksum;
+
+    apply {
+        if (hdr.ipv4.isValid()) {
+            hdr.ipv4.hdr_checksum = ipv4_checksum.update({
+                hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.tos, hdr.ipv4.total_len,
+                hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
+                hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr });
+        }
+        pkt.emit(hdr.bridge);
+        pkt.emit(hdr.recirc);
+        pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.ipv4);
+        pkt.emit(hdr.udp);
+        pkt.emit(hdr.ina);
+        pkt.emit(hdr.ina_values);
+    }
+}
+
+parser EgressParser(packet_in pkt, out headers_t hdr, out eg_meta_t md,
+                    out egress_intrinsic_metadata_t eg_intr_md) {
+    state start {
+        pkt.extract(eg_intr_md);
+        pkt.extract(hdr.bridge);
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        transition select(hdr.ipv4.protocol) {
+            IP_PROTO_UDP: parse_udp;
+            default: accept;
+        }
+    }
+
+    state parse_udp {
+        pkt.extract(hdr.udp);
+        transition select(hdr.udp.dst_port) {
+            INA_UDP_PORT: parse_ina;
+            default: accept;
+        }
+    }
+
+    // Egress only rewrites the INA flags: the values stay in the packet body.
+    state parse_ina {
+        pkt.extract(hdr.ina);
+        transition accept;
+    }
+}
+
+control EgressDeparser(packet_out pkt, inout headers_t hdr, in eg_meta_t md,
+                       in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
+    apply {
+        // hdr.bridge is not emitted: the bridged metadata ends here.
+        pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.ipv4);
+        pkt.emit(hdr.udp);
+        pkt.emit(hdr.ina);
+    }
+}
+
+#endif // INA_TNA_PARSER_P4
