@@ -20,6 +20,7 @@ type ControllerConfig struct {
 	APIAddress     string     `yaml:"api_address" json:"api_address"`
 	MetricsAddress string     `yaml:"metrics_address" json:"metrics_address"`
 	TokenFile      string     `yaml:"token_file" json:"token_file"`
+	StateFile      string     `yaml:"state_file" json:"state_file"` // job list kept across restarts
 	TLS            *TLSConfig `yaml:"tls" json:"tls,omitempty"`
 	PollInterval   Duration   `yaml:"poll_interval" json:"poll_interval"`
 	ReconcileEvery Duration   `yaml:"reconcile_interval" json:"reconcile_interval"`

@@ -153,6 +153,7 @@ func TestParseErrors(t *testing.T) {
 		{"controller:\n  poll_interval: soon\n", `c.yaml:2: controller.poll_interval: bad duration "soon"`},
 		{"switches:\n  - name: a\n    name: b\n", "c.yaml:3: switches[0].name: field given twice"},
 		{"a: [", "c.yaml: yaml:"},
+		{"5\n", "c.yaml:1: top level: expected a mapping"},
 	} {
 		_, err := ParseConfig([]byte(tc.text), "c.yaml")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

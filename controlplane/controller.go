@@ -65,6 +65,11 @@ func New(cfg *Config, opts Options) (*Controller, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if loaded, err := loadState(cfg); err != nil {
+		return nil, err
+	} else if loaded {
+		opts.Logger.Info("jobs restored from the state file", "file", cfg.Controller.StateFile, "jobs", len(cfg.Jobs))
+	}
 	c := &Controller{log: opts.Logger, opts: opts, cfg: cfg, switches: map[string]*switchState{}}
 	for i := range cfg.Switches {
 		sc := &cfg.Switches[i]

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/inapack/inapack/p4src/model"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 )
 
 const refConfig = `
@@ -217,5 +218,23 @@ func TestLowerElectionIDIsNotPrimary(t *testing.T) {
 	err := newController(t, lo).Apply(ctx(t))
 	if err == nil || !strings.Contains(err.Error(), "not primary") {
 		t.Fatalf("lower election id: %v", err)
+	}
+}
+
+func TestWriteErrorNamesTable(t *testing.T) {
+	ref := startRef(t, "127.0.0.1:0")
+	c := newController(t, testConfig(t, refConfig, ref.addr))
+	if err := c.Apply(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	st := c.switches["s1"]
+	j := c.cfg.Job(5)
+	es, err := st.schema.JobEntities(j, &j.Switches[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = st.conn.Write(ctx(t), updates(es[:1], p4v1.Update_INSERT), 10)
+	if err == nil || !strings.Contains(err.Error(), "table ina_ps") || !strings.Contains(err.Error(), "AlreadyExists") {
+		t.Fatalf("duplicate insert: %v", err)
 	}
 }

@@ -42,8 +42,9 @@ func (c *Controller) AddJob(ctx context.Context, j JobConfig) error {
 		return err
 	}
 	c.cfg = &next
+	serr := c.saveState()
 	c.mu.Unlock()
-	return c.applyJob(ctx, j.ID, nil)
+	return errors.Join(serr, c.applyJob(ctx, j.ID, nil))
 }
 
 // UpdateJob changes a job's priority cap and/or INA switch (nil leaves a field unchanged) and
@@ -76,8 +77,9 @@ func (c *Controller) UpdateJob(ctx context.Context, id int, priorityCap *int, in
 		return err
 	}
 	c.cfg = &next
+	serr := c.saveState()
 	c.mu.Unlock()
-	return c.applyJob(ctx, id, nil)
+	return errors.Join(serr, c.applyJob(ctx, id, nil))
 }
 
 // RemoveJob deletes the job's entries on every switch it spans and then frees every slot it still
@@ -101,8 +103,9 @@ func (c *Controller) RemoveJob(ctx context.Context, id int) error {
 			st.pendingClears[id] = true
 		}
 	}
+	serr := c.saveState()
 	c.mu.Unlock()
-	return c.applyJob(ctx, id, &removed)
+	return errors.Join(serr, c.applyJob(ctx, id, &removed))
 }
 
 // applyJob makes the job's entries on each switch it spans (now, or before removal) match the

@@ -92,6 +92,9 @@ func decodeNode(n *yaml.Node, v reflect.Value, path string) error {
 			return nil
 		}
 		if n.Kind != yaml.MappingNode {
+			if path == "" {
+				path = "top level"
+			}
 			return fmt.Errorf("%d: %s: expected a mapping", n.Line, path)
 		}
 		return decodeStruct(n, v, path)

@@ -3,9 +3,13 @@ package controlplane
 import (
 	"context"
 	"net"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/inapack/inapack/p4src"
 	"github.com/inapack/inapack/p4src/model"
 	"github.com/inapack/inapack/refswitch"
 	"google.golang.org/grpc"
@@ -105,5 +109,41 @@ func TestRemovalWhileUnreachable(t *testing.T) {
 	}
 	if st := c.Status()[0]; st.PipelinePush != 1 {
 		t.Fatalf("pipeline pushed %d times; the switch kept it", st.PipelinePush)
+	}
+}
+
+// TestStateFileKeepsAPIJobs restarts the controller: jobs added and removed through the API must
+// survive, where the config's jobs list alone would undo them.
+func TestStateFileKeepsAPIJobs(t *testing.T) {
+	ref := startRef(t, "127.0.0.1:0")
+	state := filepath.Join(t.TempDir(), "jobs.json")
+	mk := func() *Controller {
+		cfg := testConfig(t, refConfig, ref.addr)
+		cfg.Controller.StateFile = state
+		return newController(t, cfg)
+	}
+	c1 := mk()
+	if err := c1.Apply(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c1.AddJob(ctx(t), job6()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c1.RemoveJob(ctx(t), 5); err != nil {
+		t.Fatal(err)
+	}
+	c1.Close()
+	c2 := mk()
+	if d, err := c2.Reconcile(ctx(t), "s1"); err != nil || len(d.Insert)+len(d.Delete) != 0 {
+		t.Fatalf("restarted controller changed jobs: %v %v", d, err)
+	}
+	if jobs := c2.Jobs(); len(jobs) != 1 || jobs[0].ID != 6 {
+		t.Fatalf("jobs after restart: %+v", jobs)
+	}
+	os.WriteFile(state, []byte("[{\"id\": 6, \"switches\": [{\"switch\": \"nope\"}]}]"), 0o644)
+	cfg := testConfig(t, refConfig, ref.addr)
+	cfg.Controller.StateFile = state
+	if _, err := New(cfg, Options{DefaultP4Info: p4src.P4Info, Logger: quietLog()}); err == nil || !strings.Contains(err.Error(), "state file") {
+		t.Fatalf("bad state file: %v", err)
 	}
 }

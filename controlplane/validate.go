@@ -107,17 +107,23 @@ func (c *Config) validateController(v *validator) {
 	if cc.BatchSize < 0 {
 		v.add(cc.Pos, "batch_size", "controller", "must be >= 0 (0: default %d)", DefaultBatchSize)
 	}
-	for field, d := range map[string]Duration{"poll_interval": cc.PollInterval, "reconcile_interval": cc.ReconcileEvery, "dial_timeout": cc.DialTimeout, "max_backoff": cc.MaxBackoff} {
-		if d < 0 {
-			v.add(cc.Pos, field, "controller", "must not be negative")
+	for _, d := range []struct {
+		field string
+		d     Duration
+	}{{"poll_interval", cc.PollInterval}, {"reconcile_interval", cc.ReconcileEvery}, {"dial_timeout", cc.DialTimeout}, {"max_backoff", cc.MaxBackoff}} {
+		if d.d < 0 {
+			v.add(cc.Pos, d.field, "controller", "must not be negative")
 		}
 	}
-	for field, addr := range map[string]string{"api_address": cc.APIAddress, "metrics_address": cc.MetricsAddress} {
-		if addr == "" {
+	if cc.TLS != nil && (cc.TLS.Cert == "" || cc.TLS.Key == "") {
+		v.add(cc.TLS.Pos, "cert", "controller.tls", "the API server needs both cert and key")
+	}
+	for _, a := range [][2]string{{"api_address", cc.APIAddress}, {"metrics_address", cc.MetricsAddress}} {
+		if a[1] == "" {
 			continue
 		}
-		if _, _, err := net.SplitHostPort(addr); err != nil {
-			v.add(cc.Pos, field, "controller", "%v", err)
+		if _, _, err := net.SplitHostPort(a[1]); err != nil {
+			v.add(cc.Pos, a[0], "controller", "%v", err)
 		}
 	}
 }

@@ -111,7 +111,7 @@ bmv2)
   THRIFT_PORT="$(free_port)"
   DEVICE_ID=1
   simple_switch_grpc --no-p4 --device-id "$DEVICE_ID" --thrift-port "$THRIFT_PORT" \
-    --log-file "$OUT/bmv2" --log-flush "${SW_IFACES[@]}" \
+    "${SW_IFACES[@]}" \
     -- --grpc-server-addr "$GRPC_ADDR" --cpu-port 255 >"$OUT/switch.log" 2>&1 &
   ;;
 ref)

@@ -19,7 +19,7 @@ func BenchmarkPlaceJob(b *testing.B) {
 
 func BenchmarkBatch4000(b *testing.B) {
 	for i := 0; i < b.N; i++ {
-		r, err := RunBench(BenchConfig{Policy: "netpack", Machines: 10000, Jobs: 4000, Batch: true, Seed: uint64(i)})
+		r, err := RunBench(BenchConfig{Policy: "netpack", Machines: 10000, Jobs: 4000, Batch: true, Busy: 0.7, Seed: uint64(i)})
 		if err != nil {
 			b.Fatal(err)
 		}

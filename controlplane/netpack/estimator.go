@@ -10,14 +10,15 @@ import (
 // and end, re-filling only the component of jobs the change can affect (see README "Incremental
 // estimation"). The zero value is not usable; use NewEstimator.
 type Estimator struct {
-	c     *Cluster
-	mode  Mode
-	x     resIndex
-	cap   []float64 // bytes/s
-	load  []float64 // bytes/s at the current rates
-	users [][]*ejob // jobs with a use on each resource (each job once)
-	jobs  map[string]*ejob
-	full  bool // re-fill everything on every change (reference behaviour for tests)
+	c      *Cluster
+	mode   Mode
+	x      resIndex
+	cap    []float64 // bytes/s
+	maxNIC float64   // largest NIC capacity, bytes/s
+	load   []float64 // bytes/s at the current rates
+	users  [][]*ejob // jobs with a use on each resource (each job once)
+	jobs   map[string]*ejob
+	full   bool // re-fill everything on every change (reference behaviour for tests)
 
 	// scratch reused across fills
 	slope   []float64
@@ -58,6 +59,7 @@ func NewEstimator(c *Cluster, mode Mode) *Estimator {
 		mark: make([]uint32, n), inS: make([]uint32, n)}
 	for i, m := range c.Machines {
 		e.cap[x.nic(MachineID(i))] = m.NICGbps * 1e9 / 8
+		e.maxNIC = max(e.maxNIC, e.cap[x.nic(MachineID(i))])
 	}
 	for r := range c.Racks {
 		e.cap[x.uplink(r)] = c.Racks[r].UplinkGbps * 1e9 / 8

@@ -19,6 +19,8 @@ type netpackPolicy struct {
 	st      *State   // the state est mirrors
 	gen     uint64   // st's generation est has caught up with
 	pending []string // jobs placed by the last Schedule, in est whether or not the caller applied them
+
+	free, rackFree []int // scratch for npWork
 }
 
 func (p *netpackPolicy) Name() string {
@@ -52,21 +54,23 @@ const (
 
 func (p *netpackPolicy) Schedule(st *State, waiting []*Job) []Placement {
 	p.sync(st)
-	w := &npWork{c: st.Cluster, est: p.est, free: slices.Clone(st.free), rackFree: make([]int, len(st.Cluster.Racks)), noINA: p.opt.NoINA}
+	// Scratch slices are reused across calls: at 10,000 machines a fresh copy per call is most of
+	// the garbage a one-job call makes.
+	p.free = append(p.free[:0], st.free...)
+	p.rackFree = slices.Grow(p.rackFree[:0], len(st.Cluster.Racks))[:len(st.Cluster.Racks)]
+	clear(p.rackFree)
+	w := &npWork{c: st.Cluster, est: p.est, free: p.free, rackFree: p.rackFree, noINA: p.opt.NoINA}
+	maxFree := 0
 	for m, f := range w.free {
 		w.rackFree[st.Cluster.Machines[m].Rack] += f
-	}
-	maxFree := slices.Max(append([]int{0}, w.free...))
-	nicBps := 0.0
-	for _, m := range st.Cluster.Machines {
-		nicBps = math.Max(nicBps, m.NICGbps*1e9/8)
+		maxFree = max(maxFree, f)
 	}
 	n := float64(len(waiting))
 	value := func(i int) float64 {
 		j := waiting[i]
 		rho := 1.0
 		if j.GPUs > maxFree {
-			rho = math.Min(1, nicBps/(j.Model.GradientBytes/j.Model.ComputeSec))
+			rho = math.Min(1, p.est.maxNIC/(j.Model.GradientBytes/j.Model.ComputeSec))
 		}
 		return float64(j.GPUs) * rho * (1 + (n-float64(i))/n)
 	}
@@ -114,7 +118,7 @@ func (p *netpackPolicy) sync(st *State) {
 	}
 	ids, now, ok := st.changesSince(p.gen)
 	if p.st != st || !ok {
-		ids = ids[:0]
+		ids = nil // ids may alias st's journal: never append to it
 		for id := range p.est.jobs {
 			ids = append(ids, id)
 		}

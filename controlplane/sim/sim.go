@@ -40,6 +40,16 @@ func Run(cfg Config, jobs []*netpack.Job) (*Result, error) {
 	if !slices.IsSortedFunc(jobs, func(a, b *netpack.Job) int { return cmpFloat(a.Submit, b.Submit) }) {
 		return nil, errors.New("sim: jobs must be sorted by submit time")
 	}
+	seen := make(map[string]bool, len(jobs))
+	for _, j := range jobs {
+		if err := j.Validate(cfg.Cluster); err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+		if seen[j.ID] {
+			return nil, fmt.Errorf("sim: job id %q appears twice", j.ID)
+		}
+		seen[j.ID] = true
+	}
 	s := newState(cfg, jobs)
 	if err := s.loop(); err != nil {
 		return nil, err
@@ -70,35 +80,6 @@ type running struct {
 	heapIdx int
 }
 
-// before orders completions: earlier first, then earlier start.
-func (r *running) before(o *running) bool {
-	if r.finish != o.finish {
-		return r.finish < o.finish
-	}
-	return r.seq < o.seq
-}
-
-// localHeap is a min-heap of local jobs by predicted completion.
-type localHeap []*running
-
-func (h localHeap) Len() int           { return len(h) }
-func (h localHeap) Less(i, j int) bool { return h[i].before(h[j]) }
-func (h localHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].heapIdx, h[j].heapIdx = i, j
-}
-func (h *localHeap) Push(x any) {
-	r := x.(*running)
-	r.heapIdx = len(*h)
-	*h = append(*h, r)
-}
-func (h *localHeap) Pop() any {
-	old := *h
-	r := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return r
-}
-
 type state struct {
 	cfg     Config
 	jobs    []*netpack.Job
@@ -106,7 +87,6 @@ type state struct {
 	now     float64
 	last    float64 // time remaining work was last brought up to date
 	waiting []*netpack.Job
-	run     map[string]*running
 	net     []*running // running jobs that use the network, in start order
 	local   localHeap  // running jobs on one machine with their PS: constant rate, fixed finish
 	seq     int        // start counter, breaks ties between equal finish times
@@ -120,7 +100,7 @@ type state struct {
 }
 
 func newState(cfg Config, jobs []*netpack.Job) *state {
-	s := &state{cfg: cfg, jobs: jobs, run: map[string]*running{}, st: netpack.NewState(cfg.Cluster),
+	s := &state{cfg: cfg, jobs: jobs, st: netpack.NewState(cfg.Cluster),
 		est: netpack.NewEstimator(cfg.Cluster, netpack.Joint), recs: make([]JobResult, len(jobs)),
 		recIdx: make(map[string]int, len(jobs))}
 	for i, j := range jobs {
@@ -212,7 +192,6 @@ func (s *state) finish(r *running) {
 		panic("sim: finished job not in state") // internal invariant: finish only sees started jobs
 	}
 	s.est.Remove(r.job.ID)
-	delete(s.run, r.job.ID)
 	s.usage.gpuBusy -= float64(r.job.GPUs)
 	if r.local {
 		heap.Remove(&s.local, r.heapIdx)
@@ -260,7 +239,6 @@ func (s *state) schedule() error {
 		r := &running{job: p.Job, rec: rec, left: float64(p.Job.Iterations), place: p, seq: s.seq,
 			local: len(p.Workers) == 1 && p.Workers[0].Machine == p.PS}
 		s.seq++
-		s.run[p.Job.ID] = r
 		s.usage.gpuBusy += float64(p.Job.GPUs)
 		if !r.local {
 			s.net = append(s.net, r)

@@ -182,6 +182,16 @@ func TestBadPolicies(t *testing.T) {
 			t.Errorf("%s: got %v, want an error with %q", tc.p.Name(), err, tc.want)
 		}
 	}
+	for name, jobs := range map[string][]*netpack.Job{
+		"duplicate id":    {job("a", 0, 1, 1), job("a", 1, 1, 1)},
+		"larger than all": {job("a", 0, 2, 1)},
+		"zero iterations": {job("a", 0, 1, 0)},
+		"negative submit": {job("a", -1, 1, 1)},
+	} {
+		if _, err := Run(Config{Cluster: c, Policy: firstFit{psAt: -1}, Interval: 1}, jobs); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
 	if _, err := Run(Config{Cluster: c, Policy: never{}, Interval: 0}, nil); err == nil {
 		t.Error("zero interval accepted")
 	}

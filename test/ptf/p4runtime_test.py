@@ -56,7 +56,10 @@ class P4RuntimeTest(BaseTest):
         self._index_p4info()
 
         self.channel = grpc.insecure_channel(self.grpc_addr)
-        grpc.channel_ready_future(self.channel).result(timeout=10)
+        try:
+            grpc.channel_ready_future(self.channel).result(timeout=10)
+        except grpc.FutureTimeoutError:
+            self.fail("no P4Runtime server at %s (test param grpcaddr)" % self.grpc_addr)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self._stream_out = queue.Queue()
         self._stream_in = queue.Queue()

@@ -50,7 +50,22 @@
     M(0, 48) M(1, 49) M(2, 50) M(3, 51) M(4, 52) M(5, 53) M(6, 54) M(7, 55) \
     M(8, 56) M(9, 57) M(10, 58) M(11, 59) M(12, 60) M(13, 61) M(14, 62) M(15, 63)
 
+// job * NUM_EVENTS without a multiplier (Tofino's ALUs shift and add): 22 = 16 + 4 + 2.
+#define JOB_EVENT_BASE(job) \
+    (((bit<32>)(job) << 4) + ((bit<32>)(job) << 2) + ((bit<32>)(job) << 1))
+
 #define INT32_MAX 0x7FFFFFFF
 #define INT32_MIN 0x80000000
+
+// The shifts above and the lane tables (INA_LANES_OF_PASS_*) are written for these numbers.
+#if NUM_SLOTS != 1024
+#error "TNA: lane_index uses pass << 10; update it with NUM_SLOTS"
+#endif
+#if NUM_EVENTS != 22
+#error "TNA: JOB_EVENT_BASE is written for NUM_EVENTS = 22"
+#endif
+#if NUM_VALUES != TNA_LANES * TNA_PASSES || TNA_LANES != 16
+#error "TNA: INA_FOREACH_LANE / INA_LANES_OF_PASS_* are written for 16 lanes x 4 passes"
+#endif
 
 #endif // INA_TNA_DEFINE_P4

@@ -14,13 +14,13 @@ control EventCounting(in headers_t hdr, in ig_meta_t md) {
             if (md.event != EVENT_NONE) {
                 ina_events.count((bit<32>)md.event);
                 if (md.job_known == 1 && md.event_job < MAX_JOBS) {
-                    ina_job_events.count((bit<32>)md.event_job * NUM_EVENTS + (bit<32>)md.event);
+                    ina_job_events.count(JOB_EVENT_BASE(md.event_job) + (bit<32>)md.event);
                 }
             }
         } else if (hdr.recirc.passes_left == 0 && md.clipped == 1) {
             ina_events.count(EVENT_OVERFLOW);
             if (hdr.recirc.count_job < MAX_JOBS) {
-                ina_job_events.count((bit<32>)hdr.recirc.count_job * NUM_EVENTS + EVENT_OVERFLOW);
+                ina_job_events.count(JOB_EVENT_BASE(hdr.recirc.count_job) + EVENT_OVERFLOW);
             }
         }
     }

@@ -13,7 +13,7 @@ control EcnMarking(inout headers_t hdr, in egress_intrinsic_metadata_t eg_intr_m
             hdr.ina.flags = hdr.ina.flags | FLAG_ECN;
             ina_egress_events.count(EVENT_ECN_MARKED);
             if (hdr.ina.job_id < MAX_JOBS) {
-                ina_job_egress_events.count((bit<32>)hdr.ina.job_id * NUM_EVENTS + EVENT_ECN_MARKED);
+                ina_job_egress_events.count(JOB_EVENT_BASE(hdr.ina.job_id) + EVENT_ECN_MARKED);
             }
         }
     }

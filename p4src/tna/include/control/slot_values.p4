@@ -72,7 +72,7 @@ control SlotValues(inout headers_t hdr, inout ig_meta_t md) {
 
     apply {
         bit<8> pass = hdr.recirc.pass;
-        md.lane_index = (bit<32>)pass * NUM_SLOTS + md.slot_index;
+        md.lane_index = ((bit<32>)pass << 10) + md.slot_index; // pass * NUM_SLOTS
         md.clipped = hdr.recirc.clipped;
         if (pass == 0) { copy_in_0(); } else if (pass == 1) { copy_in_1(); }
         else if (pass == 2) { copy_in_2(); } else { copy_in_3(); }
