@@ -145,11 +145,10 @@ type ResultConfig struct {
 
 // Defaults applied when a field is absent.
 const (
-	DefaultPriorityCap  = 255
-	DefaultECNThreshold = 0x7FFFF
-	DefaultAPIAddress   = "127.0.0.1:9560"
-	DefaultMetrics      = "127.0.0.1:9561"
-	DefaultBatchSize    = 512
+	DefaultPriorityCap = 255
+	DefaultAPIAddress  = "127.0.0.1:9560"
+	DefaultMetrics     = "127.0.0.1:9561"
+	DefaultBatchSize   = 512
 )
 
 // LoadConfig reads, parses and validates the config file at path.

@@ -2,6 +2,8 @@ package controlplane
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -106,7 +108,7 @@ func ComputeDiff(desired Desired, actual []*p4v1.Entity) Diff {
 		have[EntityKey(e)] = normalize(e)
 	}
 	var d Diff
-	for _, k := range sortedKeys(desired) {
+	for _, k := range slices.Sorted(maps.Keys(desired)) {
 		want := normalize(desired[k])
 		got, ok := have[k]
 		switch {
@@ -118,7 +120,7 @@ func ComputeDiff(desired Desired, actual []*p4v1.Entity) Diff {
 			d.Modify = append(d.Modify, desired[k])
 		}
 	}
-	for _, k := range sortedKeys(have) {
+	for _, k := range slices.Sorted(maps.Keys(have)) {
 		if _, ok := desired[k]; !ok && !isDefault(have[k]) {
 			d.Delete = append(d.Delete, have[k])
 		}

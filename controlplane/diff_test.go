@@ -1,6 +1,8 @@
 package controlplane
 
 import (
+	"maps"
+	"slices"
 	"testing"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
@@ -26,7 +28,7 @@ func desiredOf(t *testing.T, text string) (*Schema, Desired) {
 
 func values(d Desired) []*p4v1.Entity {
 	var out []*p4v1.Entity
-	for _, k := range sortedKeys(d) {
+	for _, k := range slices.Sorted(maps.Keys(d)) {
 		out = append(out, d[k])
 	}
 	return out
@@ -54,7 +56,7 @@ func TestDesiredState(t *testing.T) {
 	_, d := desiredOf(t, goodConfig)
 	// settings + 1 route + ina_ps + 2 workers + 1 result + 1 multicast group
 	if len(d) != 7 {
-		t.Fatalf("%d entities, want 7: %v", len(d), sortedKeys(d))
+		t.Fatalf("%d entities, want 7: %v", len(d), slices.Sorted(maps.Keys(d)))
 	}
 }
 

@@ -1,3 +1,2 @@
-// Package controlplane is the INA switch controller: it pushes the pipeline, installs the desired
-// state from a declarative config over P4Runtime, manages job entries and slots, and exports counters.
+// Package controlplane is the INA switch controller, speaking P4Runtime (README.md).
 package controlplane

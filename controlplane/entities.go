@@ -105,7 +105,7 @@ func (s *Schema) JobEntities(j *JobConfig, js *JobSwitch) ([]*p4v1.Entity, error
 
 // SettingsEntity is the ina_settings default entry for st (nil: the documented defaults).
 func (s *Schema) SettingsEntity(st *Settings) *p4v1.Entity {
-	preempt, release, ecn, slots := uint64(1), uint64(0), uint64(DefaultECNThreshold), uint64(wire.NumSlots)
+	preempt, release, ecn, slots := uint64(1), uint64(0), uint64(wire.MaxECNThreshold), uint64(wire.NumSlots)
 	if st != nil {
 		if st.Preempt != nil && !*st.Preempt {
 			preempt = 0

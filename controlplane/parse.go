@@ -3,7 +3,9 @@ package controlplane
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -153,7 +155,7 @@ func decodeStruct(n *yaml.Node, v reflect.Value, path string) error {
 		fp := joinPath(path, k.Value)
 		fi, ok := fields[k.Value]
 		if !ok {
-			return fmt.Errorf("%d: %s: unknown field (known: %s)", k.Line, fp, strings.Join(sortedKeys(fields), ", "))
+			return fmt.Errorf("%d: %s: unknown field (known: %s)", k.Line, fp, strings.Join(slices.Sorted(maps.Keys(fields)), ", "))
 		}
 		if _, dup := pos.keys[k.Value]; dup {
 			return fmt.Errorf("%d: %s: field given twice", k.Line, fp)

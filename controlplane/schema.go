@@ -2,7 +2,8 @@ package controlplane
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	p4config "github.com/p4lang/p4runtime/go/p4/config/v1"
@@ -114,7 +115,7 @@ func NewSchema(info *p4config.P4Info) (*Schema, error) {
 	for _, r := range info.GetRegisters() {
 		s.registers[ShortName(r.GetPreamble().GetName())] = r
 	}
-	for _, tn := range sortedKeys(requiredTables) {
+	for _, tn := range slices.Sorted(maps.Keys(requiredTables)) {
 		t, ok := s.tables[tn]
 		if !ok {
 			problems = append(problems, fmt.Sprintf("no table %q", tn))
@@ -126,7 +127,7 @@ func NewSchema(info *p4config.P4Info) (*Schema, error) {
 			}
 		}
 	}
-	for _, an := range sortedKeys(requiredActions) {
+	for _, an := range slices.Sorted(maps.Keys(requiredActions)) {
 		a, ok := s.actions[an]
 		if !ok {
 			problems = append(problems, fmt.Sprintf("no action %q", an))
@@ -197,13 +198,4 @@ func (s *Schema) TableName(id uint32) string {
 		return ShortName(t.GetPreamble().GetName())
 	}
 	return ""
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -55,7 +56,7 @@ func (c *Controller) ensureConn(ctx context.Context, st *switchState) (*Conn, er
 // reconcile has deleted their entries, so no new packet of theirs can claim a slot. st.io must be held.
 func (c *Controller) clearPending(ctx context.Context, st *switchState) {
 	c.mu.Lock()
-	pending := sortedInts(st.pendingClears)
+	pending := slices.Sorted(maps.Keys(st.pendingClears))
 	c.mu.Unlock()
 	for _, job := range pending {
 		if err := c.clearSlots(ctx, st, job); err != nil {
@@ -164,13 +165,4 @@ func (c *Controller) runSwitch(ctx context.Context, st *switchState) {
 		case <-time.After(every):
 		}
 	}
-}
-
-func sortedInts(m map[int]bool) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -11,10 +11,9 @@ import (
 
 // Limits from the P4 program's field widths (docs/protocol.md).
 const (
-	maxPort      = 511 // bit<9>
-	maxFanIn     = 255 // bit<8>
+	maxPort      = 511             // bit<9>
+	maxFanIn     = wire.MaxWorkers // one member per worker bit (the field is bit<8>)
 	maxPriority  = 255
-	maxECN       = 0x7FFFF // bit<19>
 	maxMcastID   = 0xFFFF
 	maxJobID     = wire.MaxJobs - 1
 	maxWorkerBit = wire.MaxWorkers - 1
@@ -173,8 +172,8 @@ func validateSwitch(v *validator, s *SwitchConfig, path string) {
 		if st.Release != "" && st.Release != "esa" && st.Release != "atp" {
 			v.add(st.Pos, "release", sp, "unknown release mode %q (esa or atp)", st.Release)
 		}
-		if st.ECNThreshold != nil && (*st.ECNThreshold < 0 || *st.ECNThreshold > maxECN) {
-			v.add(st.Pos, "ecn_threshold", sp, "%d out of 0..%d", *st.ECNThreshold, maxECN)
+		if st.ECNThreshold != nil && (*st.ECNThreshold < 0 || *st.ECNThreshold > wire.MaxECNThreshold) {
+			v.add(st.Pos, "ecn_threshold", sp, "%d out of 0..%d", *st.ECNThreshold, wire.MaxECNThreshold)
 		}
 		if st.ActiveSlots != nil && (*st.ActiveSlots < 1 || *st.ActiveSlots > wire.NumSlots) {
 			v.add(st.Pos, "active_slots", sp, "%d out of 1..%d", *st.ActiveSlots, wire.NumSlots)

@@ -1,3 +1,2 @@
-// Package ps is the INA parameter server: it merges partial sums by worker bitmap, completes each
-// chunk exactly once, handles the overflow path and answers late retransmissions.
+// Package ps is the INA parameter server: it merges partial sums by bitmap, once per chunk (README.md).
 package ps

@@ -42,7 +42,7 @@ func TestArbitrationGoClient(t *testing.T) {
 }
 
 // arbitrate opens a raw stream and sends one arbitration update.
-func arbitrate(t *testing.T, c p4v1.P4RuntimeClient, ctx context.Context, device, election uint64) p4v1.P4Runtime_StreamChannelClient {
+func arbitrate(ctx context.Context, t *testing.T, c p4v1.P4RuntimeClient, device, election uint64) p4v1.P4Runtime_StreamChannelClient {
 	t.Helper()
 	st, err := c.StreamChannel(ctx)
 	if err != nil {
@@ -72,21 +72,21 @@ func TestArbitrationRaw(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	ctxA, dropA := context.WithCancel(ctx)
-	a := arbitrate(t, c, ctxA, 1, 20)
+	a := arbitrate(ctxA, t, c, 1, 20)
 	if u := nextArbitration(t, a); u.Status.Code != int32(code.Code_OK) || u.ElectionId.Low != 20 {
 		t.Fatalf("A: %v", u)
 	}
-	b := arbitrate(t, c, ctx, 1, 7)
+	b := arbitrate(ctx, t, c, 1, 7)
 	if u := nextArbitration(t, b); u.Status.Code != int32(code.Code_ALREADY_EXISTS) || u.ElectionId.Low != 20 {
 		t.Fatalf("B: %v", u)
 	}
 	// Same election id as A: refused.
-	dup := arbitrate(t, c, ctx, 1, 20)
+	dup := arbitrate(ctx, t, c, 1, 20)
 	if _, err := dup.Recv(); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("duplicate election id: %v", err)
 	}
 	// Wrong device.
-	wrong := arbitrate(t, c, ctx, 9, 30)
+	wrong := arbitrate(ctx, t, c, 9, 30)
 	if _, err := wrong.Recv(); status.Code(err) != codes.NotFound {
 		t.Fatalf("wrong device: %v", err)
 	}

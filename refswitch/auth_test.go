@@ -2,6 +2,7 @@ package refswitch
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"testing"
 
@@ -21,7 +22,7 @@ func TestBearerToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	NewP4RuntimeServer(model.New()).Register(g)
+	NewP4RuntimeServer(model.New(), WithLogger(slog.New(slog.DiscardHandler))).Register(g)
 	lis := bufconn.Listen(1 << 16)
 	go func() { _ = g.Serve(lis) }()
 	defer g.Stop()
@@ -41,15 +42,18 @@ func TestBearerToken(t *testing.T) {
 		if _, err := c.Capabilities(ctx, &p4v1.CapabilitiesRequest{}); status.Code(err) != want {
 			t.Errorf("unary with %q: %v, want %v", token, err, want)
 		}
-		st, err := c.StreamChannel(ctx)
+		sctx, cancel := context.WithCancel(ctx)
+		st, err := c.StreamChannel(sctx)
+		if err == nil {
+			err = st.Send(&p4v1.StreamMessageRequest{Update: &p4v1.StreamMessageRequest_Arbitration{Arbitration: &p4v1.MasterArbitrationUpdate{
+				DeviceId: 1, ElectionId: &p4v1.Uint128{Low: 1}}}})
+		}
 		if err == nil {
 			_, err = st.Recv()
 		}
-		if got := status.Code(err); (want == codes.OK) != (got != codes.Unauthenticated) {
-			t.Errorf("stream with %q: %v", token, err)
-		}
-		if st != nil {
-			_ = st.CloseSend()
+		cancel()
+		if got := status.Code(err); got != want {
+			t.Errorf("stream with %q: %v, want %v", token, err, want)
 		}
 	}
 }

@@ -9,9 +9,6 @@ import (
 	"github.com/inapack/inapack/p4src/wire"
 )
 
-// maxPort is the largest port number (ports are bit<9>).
-const maxPort = 511
-
 // unknownEntity is the error for an id that is not a model entity of the expected sort.
 func unknownEntity(p *pipeline, id uint32, sort string) error {
 	if n, ok := p.unimplemented[id]; ok {

@@ -6,6 +6,7 @@ import (
 
 	p4config "github.com/p4lang/p4runtime/go/p4/config/v1"
 
+	"github.com/inapack/inapack/p4src/model"
 	"github.com/inapack/inapack/p4src/wire"
 )
 
@@ -133,6 +134,9 @@ func registerSpecOf(r int) registerSpec {
 func lastName(name string) string {
 	return name[strings.LastIndexByte(name, '.')+1:]
 }
+
+// maxPort is the largest port number (ports are bit<9>).
+const maxPort = model.MaxPort
 
 const (
 	exactMatch = p4config.MatchField_EXACT

@@ -1,7 +1,6 @@
 package refswitch
 
 import (
-	"fmt"
 	"net/netip"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
@@ -280,8 +279,4 @@ func macUint(m [6]byte) uint64 {
 		v = v<<8 | uint64(c)
 	}
 	return v
-}
-
-func (op *tableOp) String() string {
-	return fmt.Sprintf("%s%v/%d", tableSpecs[op.table].name, op.keys, op.prefix)
 }

@@ -50,7 +50,9 @@ func (c *Config) setDefaults() error {
 		return fmt.Errorf("%w: %d workers outside 1..%d", ErrConfig, c.Workers, wire.MaxWorkers)
 	case c.Rank < 0 || c.Rank >= c.Workers:
 		return fmt.Errorf("%w: rank %d outside 0..%d", ErrConfig, c.Rank, c.Workers-1)
-	case c.Window < 1 || int(c.SlotBase)+c.Window > wire.NumSlots:
+	case c.Window < 1:
+		return fmt.Errorf("%w: window %d: a job needs at least one slot", ErrConfig, c.Window)
+	case int(c.SlotBase)+c.Window > wire.NumSlots:
 		return fmt.Errorf("%w: slots %d..%d outside 0..%d", ErrConfig, c.SlotBase, int(c.SlotBase)+c.Window-1, wire.NumSlots-1)
 	}
 	if c.InitialWindow <= 0 {

@@ -7,22 +7,21 @@ type Stats struct {
 	DataSent       atomic.Uint64 // data packets sent, first transmissions
 	Resent         atomic.Uint64 // retransmissions (RESEND flag) after a timeout
 	BypassSent     atomic.Uint64 // BYPASS packets sent after an OVERFLOW result (first transmissions)
-	Results        atomic.Uint64 // results that completed a chunk
+	Results        atomic.Uint64 // results that completed a chunk (= chunks completed)
 	ResultsIgnored atomic.Uint64 // results for chunks not in flight (duplicates, late answers)
 	Overflows      atomic.Uint64 // OVERFLOW results (chunk moved to the PS's exact path)
 	ECN            atomic.Uint64 // results carrying ECN
 	WindowCuts     atomic.Uint64 // multiplicative decreases (ECN or timeout)
 	RxErrors       atomic.Uint64 // frames received that are not INA results of this job
-	Chunks         atomic.Uint64 // chunks completed
 }
 
 // StatsSnapshot is a copy of Stats, with the same meanings.
 type StatsSnapshot struct {
-	DataSent, Resent, BypassSent    uint64
-	Results, ResultsIgnored, Chunks uint64
-	Overflows, ECN, WindowCuts      uint64
-	RxErrors                        uint64
-	Window                          float64 // current congestion window in chunks
+	DataSent, Resent, BypassSent uint64
+	Results, ResultsIgnored      uint64
+	Overflows, ECN, WindowCuts   uint64
+	RxErrors                     uint64
+	Window                       float64 // current congestion window in chunks
 }
 
 // Snapshot returns the current values.
@@ -31,7 +30,7 @@ func (w *Worker) Snapshot() StatsSnapshot {
 	return StatsSnapshot{
 		DataSent: s.DataSent.Load(), Resent: s.Resent.Load(), BypassSent: s.BypassSent.Load(),
 		Results: s.Results.Load(), ResultsIgnored: s.ResultsIgnored.Load(), Overflows: s.Overflows.Load(),
-		ECN: s.ECN.Load(), WindowCuts: s.WindowCuts.Load(), RxErrors: s.RxErrors.Load(), Chunks: s.Chunks.Load(),
+		ECN: s.ECN.Load(), WindowCuts: s.WindowCuts.Load(), RxErrors: s.RxErrors.Load(),
 		Window: float64(w.cwndMilli.Load()) / 1000,
 	}
 }

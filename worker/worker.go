@@ -206,7 +206,6 @@ func (w *Worker) run(ctx context.Context, n int, cd codec) error {
 		}
 		st.done = true
 		w.stats.Results.Add(1)
-		w.stats.Chunks.Add(1)
 		lastProgress = now
 		for lo < next && win[lo%w.cfg.Window].done {
 			lo++

@@ -82,7 +82,7 @@ func TestAllReduceThroughPS(t *testing.T) {
 			if err := w.AllReduceFloat32(context.Background(), floats, 1024); err != nil || floats[0] != 1.5 || floats[1] != -3.75 || floats[2] != 9 {
 				t.Errorf("rank %d float all-reduce: %v %v", r, floats, err)
 			}
-			if s := w.Snapshot(); s.Chunks != 3*16+1 || s.DataSent < s.Chunks {
+			if s := w.Snapshot(); s.Results != 3*16+1 || s.DataSent < s.Results {
 				t.Errorf("rank %d stats %+v", r, s)
 			}
 		}()

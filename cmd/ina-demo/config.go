@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/inapack/inapack/p4src/wire"
 )
 
-// jobSpec is one demo job: -job ID:WORKERS:PRIORITY[:off].
+// jobSpec is one demo job: -job JOB:WORKERS:PRIORITY[:on|off].
 type jobSpec struct {
 	id, workers, priority int
 	ina                   bool
@@ -22,7 +24,7 @@ func (l *jobList) String() string { return fmt.Sprint(len(*l), " jobs") }
 func (l *jobList) Set(s string) error {
 	f := strings.Split(s, ":")
 	if len(f) < 3 || len(f) > 4 {
-		return fmt.Errorf("want ID:WORKERS:PRIORITY[:off], got %q", s)
+		return fmt.Errorf("want JOB:WORKERS:PRIORITY[:on|off], got %q", s)
 	}
 	var n [3]int
 	for i := range 3 {
@@ -34,10 +36,10 @@ func (l *jobList) Set(s string) error {
 	}
 	j := &jobSpec{id: n[0], workers: n[1], priority: n[2], ina: true}
 	switch {
-	case j.id < 1 || j.id > 1023:
-		return fmt.Errorf("job id %d outside 1..1023", j.id)
-	case j.workers < 1 || j.workers > 32:
-		return fmt.Errorf("job %d: %d workers outside 1..32", j.id, j.workers)
+	case j.id < 1 || j.id >= wire.MaxJobs:
+		return fmt.Errorf("job id %d outside 1..%d", j.id, wire.MaxJobs-1)
+	case j.workers < 1 || j.workers > wire.MaxWorkers:
+		return fmt.Errorf("job %d: %d workers outside 1..%d", j.id, j.workers, wire.MaxWorkers)
 	case j.priority < 0 || j.priority > 255:
 		return fmt.Errorf("job %d: priority %d outside 0..255", j.id, j.priority)
 	}

@@ -25,6 +25,8 @@ import (
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/inapack/inapack/p4src/wire"
 )
 
 const (
@@ -57,14 +59,14 @@ func main() {
 	flag.StringVar(&d.prefix, "prefix", "ina", "prefix of the namespaces and links created")
 	flag.StringVar(&d.target, "switch", "auto", "ref, bmv2, or auto (bmv2 when simple_switch_grpc and its JSON exist)")
 	flag.StringVar(&d.bmv2JSON, "bmv2-json", "", "BMv2 JSON of the P4 program (default build/p4/ina.json or build/ina.json)")
-	flag.Var(&d.jobs, "job", "ID:WORKERS:PRIORITY[:off] (repeatable; default 1:2:1 and 2:2:5)")
+	flag.Var(&d.jobs, "job", "JOB:WORKERS:PRIORITY[:on|off] (repeatable; default 1:2:1 and 2:2:5); the last field switches INA")
 	flag.StringVar(&d.dtype, "dtype", "int32", "tensor type: int32 or float32 (fixed point, scale 1024)")
 	flag.IntVar(&d.size, "size", 16384, "tensor size in values (64 per packet)")
 	flag.IntVar(&d.iters, "iters", 20, "iterations per worker")
 	flag.DurationVar(&d.compute, "compute", 5*time.Millisecond, "simulated compute per iteration")
 	flag.IntVar(&d.activeSlots, "slots", 16, "the switch's active_slots (small, so jobs contend)")
 	flag.IntVar(&d.window, "window", 12, "slots per job (overlapping when the jobs' windows exceed slots/jobs)")
-	flag.IntVar(&d.ecnThreshold, "ecn-threshold", 0x7FFFF, "egress queue depth that marks ECN (0x7FFFF: never)")
+	flag.IntVar(&d.ecnThreshold, "ecn-threshold", wire.MaxECNThreshold, "egress queue depth that marks ECN (the default never marks)")
 	flag.BoolVar(&d.preempt, "preempt", true, "higher-priority jobs preempt slots (ESA)")
 	flag.Float64Var(&d.loss, "loss", 0, "reference switch: egress loss probability")
 	flag.Float64Var(&d.dup, "dup", 0, "reference switch: egress duplication probability")
@@ -156,10 +158,10 @@ func (d *demo) chooseSwitch() error {
 		}
 	case "bmv2":
 		if ssErr != nil {
-			return fmt.Errorf("SWITCH=bmv2 but simple_switch_grpc is not on PATH")
+			return fmt.Errorf("-switch bmv2 (SWITCH=bmv2) but simple_switch_grpc is not on PATH")
 		}
 		if d.bmv2JSON == "" {
-			return fmt.Errorf("SWITCH=bmv2 but no compiled program (build/p4/ina.json): run make p4")
+			return fmt.Errorf("-switch bmv2 (SWITCH=bmv2) but no compiled program (build/p4/ina.json): run make p4, or give -bmv2-json")
 		}
 	case "ref":
 	default:
@@ -184,8 +186,14 @@ func (d *demo) chooseSwitch() error {
 
 // layout assigns switch ports, slots and addresses.
 func (d *demo) layout() error {
-	if d.activeSlots < 1 || d.activeSlots > 1024 || d.window < 1 || d.size < 1 || d.iters < 1 {
-		return fmt.Errorf("-slots must be in 1..1024, and -window, -size and -iters positive")
+	if d.activeSlots < 1 || d.activeSlots > wire.NumSlots || d.window < 1 || d.size < 1 || d.iters < 1 {
+		return fmt.Errorf("-slots must be in 1..%d, and -window, -size and -iters positive", wire.NumSlots)
+	}
+	if d.dtype != "int32" && d.dtype != "float32" {
+		return fmt.Errorf("-dtype %q: want int32 or float32", d.dtype)
+	}
+	if d.ecnThreshold < 0 || d.ecnThreshold > wire.MaxECNThreshold {
+		return fmt.Errorf("-ecn-threshold %d: want 0..%d", d.ecnThreshold, wire.MaxECNThreshold)
 	}
 	port := psPort + 1
 	seen := map[int]bool{}

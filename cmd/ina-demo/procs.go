@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -104,29 +105,7 @@ func (ps *procs) stopAll() {
 // tail returns the last n lines of a child's log, for error messages.
 func (p *proc) tail(n int) string {
 	b, _ := os.ReadFile(p.log)
-	lines := splitLines(string(b))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	out := ""
-	for _, l := range lines {
-		out += "    " + l + "\n"
-	}
-	return out
-}
-
-func splitLines(s string) []string {
-	var out []string
-	for len(s) > 0 {
-		i := 0
-		for i < len(s) && s[i] != '\n' {
-			i++
-		}
-		out = append(out, s[:i])
-		if i < len(s) {
-			i++
-		}
-		s = s[i:]
-	}
-	return out
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	lines = lines[max(0, len(lines)-n):]
+	return "    " + strings.Join(lines, "\n    ") + "\n"
 }

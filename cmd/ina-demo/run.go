@@ -73,7 +73,12 @@ func (d *demo) runJobs(ctx context.Context) error {
 	}
 	var mu sync.Mutex
 	psLines := map[int]map[string]string{}
+	psReady := make(chan struct{})
+	var psReadyOnce sync.Once
 	psProc, err := d.procs.start("ps", func(line string) {
+		if strings.HasPrefix(line, "ina-ps: serving") { // logged once its socket is open
+			psReadyOnce.Do(func() { close(psReady) })
+		}
 		if strings.HasPrefix(line, "ps: job=") {
 			m := parseKV(line)
 			id, _ := strconv.Atoi(m["job"])
@@ -85,7 +90,13 @@ func (d *demo) runJobs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	time.Sleep(300 * time.Millisecond) // the PS's socket is open before the first data arrives
+	select { // the first data packets would be lost if the PS's socket were not open yet
+	case <-psReady:
+	case <-psProc.done:
+		return fmt.Errorf("ina-ps exited: %v\n%s", psProc.err, psProc.tail(10))
+	case <-ctx.Done():
+		return fmt.Errorf("ina-ps did not start serving: %v", ctx.Err())
+	}
 	results := map[int][]*workerResult{}
 	var workers []*proc
 	start := time.Now()

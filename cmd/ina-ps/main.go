@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/inapack/inapack/p4src/wire"
 	"github.com/inapack/inapack/ps"
 	"github.com/inapack/inapack/worker/transport"
 )
@@ -39,8 +40,8 @@ func (j *jobFlags) Set(s string) error {
 		}
 		n[i] = v
 	}
-	if n[0] <= 0 || n[0] > 65535 {
-		return fmt.Errorf("job id %d out of range", n[0])
+	if n[0] < 1 || n[0] >= wire.MaxJobs {
+		return fmt.Errorf("job id %d outside 1..%d", n[0], wire.MaxJobs-1)
 	}
 	*j = append(*j, ps.JobConfig{Job: uint16(n[0]), Workers: n[1], Window: n[2]})
 	return nil
@@ -59,6 +60,10 @@ func main() {
 	if *iface == "" || len(jobs) == 0 {
 		log.Fatal("need -iface and at least one -job (see -h)")
 	}
+	ip := net.ParseIP(*ipStr).To4()
+	if ip == nil {
+		log.Fatalf("-ip %q: want an IPv4 address", *ipStr)
+	}
 	t, err := transport.OpenPacket(*iface)
 	if err != nil {
 		log.Fatal(err)
@@ -70,7 +75,7 @@ func main() {
 			log.Fatalf("-mac: %v", err)
 		}
 	}
-	srv, err := ps.New(ps.Config{MAC: mac, IP: net.ParseIP(*ipStr), Jobs: jobs})
+	srv, err := ps.New(ps.Config{MAC: mac, IP: ip, Jobs: jobs})
 	if err != nil {
 		log.Fatal(err)
 	}

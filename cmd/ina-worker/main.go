@@ -11,12 +11,14 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"math"
 	"net"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/inapack/inapack/p4src/wire"
 	"github.com/inapack/inapack/worker"
 	"github.com/inapack/inapack/worker/transport"
 )
@@ -51,16 +53,28 @@ func main() {
 	if *dtype != "int32" && *dtype != "float32" {
 		log.Fatalf("-dtype %q: want int32 or float32", *dtype)
 	}
-	if *job == 0 || *job > 65535 || *prio > 255 || *slotBase > 65535 {
-		log.Fatal("-job, -priority or -slot-base out of range")
+	switch {
+	case *job == 0 || *job >= wire.MaxJobs:
+		log.Fatalf("-job %d: want 1..%d", *job, wire.MaxJobs-1)
+	case *prio > 255:
+		log.Fatalf("-priority %d: want 0..255", *prio)
+	case *slotBase >= wire.NumSlots:
+		log.Fatalf("-slot-base %d: want 0..%d", *slotBase, wire.NumSlots-1)
+	case *size < 1 || *iters < 1:
+		log.Fatalf("-size %d, -iters %d: both must be at least 1", *size, *iters)
+	case !(*scale > 0) || math.IsInf(*scale, 0):
+		log.Fatalf("-scale %v: want a positive, finite number", *scale)
 	}
 	dst, err := net.ParseMAC(*psMAC)
 	if err != nil {
 		log.Fatalf("-ps-mac: %v", err)
 	}
-	src := *myIP
-	if src == "" {
-		src = fmt.Sprintf("10.0.%d.%d", *job%256, *rank+1)
+	if *myIP == "" {
+		*myIP = fmt.Sprintf("10.0.%d.%d", *job%256, *rank+1)
+	}
+	srcIP, dstIP := net.ParseIP(*myIP).To4(), net.ParseIP(*psIP).To4()
+	if srcIP == nil || dstIP == nil {
+		log.Fatalf("-ip %q, -ps-ip %q: want IPv4 addresses", *myIP, *psIP)
 	}
 	t, err := transport.OpenPacket(*iface)
 	if err != nil {
@@ -69,7 +83,7 @@ func main() {
 	defer t.Close()
 	w, err := worker.New(worker.Config{Job: uint16(*job), Rank: *rank, Workers: *workers, Priority: uint8(*prio),
 		SlotBase: uint16(*slotBase), Window: *window, SrcMAC: t.MAC(), DstMAC: dst,
-		SrcIP: net.ParseIP(src), DstIP: net.ParseIP(*psIP), ProgressTimeout: *progress}, t)
+		SrcIP: srcIP, DstIP: dstIP, ProgressTimeout: *progress}, t)
 	if err != nil {
 		log.Fatal(err)
 	}

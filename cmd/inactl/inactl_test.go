@@ -153,27 +153,15 @@ func TestRunCommand(t *testing.T) {
 		}
 		return string(out)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, ok := sw.Job(model.JobKey{Job: 5, Port: 2}); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("inactl run did not install job 5")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	// The API may come up just after the first install; retry the first call briefly.
-	for i := 0; ; i++ {
+	waitFor(t, "inactl run to install job 5", func() bool {
+		_, ok := sw.Job(model.JobKey{Job: 5, Port: 2})
+		return ok
+	})
+	// The API may come up just after the first install.
+	waitFor(t, "inactl status to answer", func() bool {
 		out, err := exec.Command(bin, "status", "--api", apiAddr).CombinedOutput()
-		if err == nil && strings.Contains(string(out), "switch s1") {
-			break
-		}
-		if i == 100 {
-			t.Fatalf("status: %v: %s", err, out)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil && strings.Contains(string(out), "switch s1")
+	})
 	if out := inactl("job", "add", "--file", jobPath); !strings.Contains(out, "job 6 added") {
 		t.Fatalf("job add: %s", out)
 	}
@@ -193,22 +181,28 @@ func TestRunCommand(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "404") {
 		t.Fatalf("removing an unknown job: %v: %s", err, out)
 	}
-	for i := 0; ; i++ {
+	waitFor(t, "the metrics to show job 5's counters", func() bool {
 		resp, err := http.Get("http://" + metricsAddr + "/metrics")
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if strings.Contains(string(body), `ina_job_events_packets_total{event="claimed",job="5",switch="s1"}`) &&
-				strings.Contains(string(body), `ina_switch_up{switch="s1"} 1`) {
-				break
-			}
+		if err != nil {
+			return false
 		}
-		if i == 200 {
-			t.Fatal("metrics never showed job 5's counters")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return strings.Contains(string(body), `ina_job_events_packets_total{event="claimed",job="5",switch="s1"}`) &&
+			strings.Contains(string(body), `ina_switch_up{switch="s1"} 1`)
+	})
 	if out := inactl("status"); !strings.Contains(out, "connected") || !strings.Contains(out, "claimed") {
 		t.Fatalf("status:\n%s", out)
+	}
+}
+
+// waitFor polls cond until it holds. The limit only turns a hang into a failure: it is far above
+// what any machine needs, so the test does not depend on speed.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
 	}
 }

@@ -22,13 +22,13 @@ func (r *repeated) String() string     { return strings.Join(*r, ",") }
 func (r *repeated) Set(s string) error { *r = append(*r, s); return nil }
 
 func main() {
-	if err := run(); err != nil {
+	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "refswitch:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
+func run(args []string) error {
 	var ports, rates repeated
 	var cfg refswitch.Config
 	var level, tokenFile string
@@ -52,7 +52,7 @@ func run() error {
 	fs.IntVar(&cfg.QueueLen, "queue-len", refswitch.DefaultQueueLen, "egress queue bound per port, in packets (tail drop beyond)")
 	fs.StringVar(&cfg.StatsAddr, "stats-addr", "", "loopback address serving the switch's counters as JSON at /stats")
 	fs.StringVar(&level, "log-level", "info", "log level: debug, info, warn or error")
-	if err := fs.Parse(os.Args[1:]); err != nil {
+	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return nil
 		}

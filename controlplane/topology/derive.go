@@ -2,7 +2,9 @@ package topology
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"sort"
 
 	"github.com/inapack/inapack/controlplane"
@@ -19,7 +21,7 @@ func (t *Topology) Derive(endpoints map[string]Endpoint) (*controlplane.Config, 
 		return nil, err
 	}
 	cfg := &controlplane.Config{}
-	for _, name := range sortedKeys(t.Switches) {
+	for _, name := range slices.Sorted(maps.Keys(t.Switches)) {
 		ep, ok := endpoints[name]
 		if !ok {
 			return nil, fmt.Errorf("no endpoint for switch %s", name)
@@ -34,7 +36,7 @@ func (t *Topology) Derive(endpoints map[string]Endpoint) (*controlplane.Config, 
 		cfg.Switches = append(cfg.Switches, sc)
 	}
 	// Routes: every switch reaches every host along the host's shortest-path tree.
-	for _, host := range sortedKeys(t.Hosts) {
+	for _, host := range slices.Sorted(maps.Keys(t.Hosts)) {
 		tr := g.bfs(host)
 		p := netip.MustParsePrefix(t.Hosts[host].IP)
 		for i := range cfg.Switches {
@@ -113,7 +115,7 @@ func (t *Topology) deriveJob(g graph, j Job) (*controlplane.JobConfig, error) {
 		for sw != j.PS {
 			in := portTowards(g, sw, child)
 			up := part(sw)
-			if !containsInt(up.TransitPorts, in) && !hasMember(up, in) {
+			if !slices.Contains(up.TransitPorts, in) && !hasMember(up, in) {
 				up.TransitPorts = append(up.TransitPorts, in)
 			}
 			addDown(sw, in)
@@ -121,9 +123,9 @@ func (t *Topology) deriveJob(g graph, j Job) (*controlplane.JobConfig, error) {
 		}
 	}
 	jc := &controlplane.JobConfig{ID: j.ID, PriorityCap: j.PriorityCap, INA: j.INA}
-	for _, sw := range sortedKeys(parts) {
+	for _, sw := range slices.Sorted(maps.Keys(parts)) {
 		p := parts[sw]
-		ports := sortedInts(down[sw])
+		ports := slices.Sorted(maps.Keys(down[sw]))
 		p.Result = &controlplane.ResultConfig{Port: tr.up[sw], MulticastGroup: j.ID, Ports: ports}
 		sort.Ints(p.TransitPorts)
 		jc.Switches = append(jc.Switches, *p)
@@ -142,37 +144,5 @@ func portTowards(g graph, sw, n string) int {
 }
 
 func hasMember(p *controlplane.JobSwitch, port int) bool {
-	for _, m := range p.Members {
-		if m.Port == port {
-			return true
-		}
-	}
-	return false
-}
-
-func containsInt(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-func sortedInts(m map[int]bool) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Ints(out)
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.ContainsFunc(p.Members, func(m controlplane.Member) bool { return m.Port == port })
 }

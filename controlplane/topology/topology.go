@@ -1,5 +1,4 @@
-// Package topology derives the controller's per-switch config from a p4lang/tutorials-style
-// topology.json and a job list, so that nobody writes fan-ins, worker bits or ports by hand.
+// Package topology derives the controller config from a p4lang/tutorials-style topology.json.
 package topology
 
 import (

@@ -32,7 +32,7 @@ func TestEvictWithoutPS(t *testing.T) {
 // out-of-range slot frees nothing.
 func TestResultEdges(t *testing.T) {
 	s := setup2(t)
-	s.SetSettings(Settings{Preempt: true, ReleaseOnResult: true, ECNThreshold: MaxECNThreshold, ActiveSlots: 2})
+	s.SetSettings(Settings{Preempt: true, ReleaseOnResult: true, ECNThreshold: wire.MaxECNThreshold, ActiveSlots: 2})
 	must(t, s.SetJob(JobKey{1, 7}, JobEntry{Role: RoleResult, McastGroup: 9}))
 	s.Process(1, frame(1, 1, 4, 1))
 	r := frame(1, 1+wire.NumSlots, 4, 0)

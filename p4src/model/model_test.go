@@ -74,7 +74,7 @@ func TestTableValidation(t *testing.T) {
 	if len(s.Jobs()) != 0 || len(s.AllPS()) != 0 || len(s.Routes()) != 0 || len(s.McastGroups()) != 0 {
 		t.Error("a rejected write changed a table")
 	}
-	for _, st := range []Settings{{ECNThreshold: MaxECNThreshold + 1}, {ActiveSlots: wire.NumSlots + 1}} {
+	for _, st := range []Settings{{ECNThreshold: wire.MaxECNThreshold + 1}, {ActiveSlots: wire.NumSlots + 1}} {
 		if !errors.Is(st.Validate(), ErrInvalid) {
 			t.Errorf("settings %+v validated", st)
 		}
@@ -125,7 +125,7 @@ func TestSettingsClamped(t *testing.T) {
 		t.Errorf("initial settings %+v", s.Settings())
 	}
 	s.SetSettings(Settings{ECNThreshold: 1 << 30, ActiveSlots: 60000})
-	if st := s.Settings(); st.ECNThreshold != MaxECNThreshold || st.ActiveSlots != wire.NumSlots {
+	if st := s.Settings(); st.ECNThreshold != wire.MaxECNThreshold || st.ActiveSlots != wire.NumSlots {
 		t.Errorf("not clamped: %+v", st)
 	}
 }

@@ -8,8 +8,8 @@ import (
 
 // Validate reports settings a switch would reject: values that do not fit their P4 fields.
 func (st Settings) Validate() error {
-	if st.ECNThreshold > MaxECNThreshold {
-		return fmt.Errorf("%w: ecn_threshold %d > %d", ErrInvalid, st.ECNThreshold, MaxECNThreshold)
+	if st.ECNThreshold > wire.MaxECNThreshold {
+		return fmt.Errorf("%w: ecn_threshold %d > %d", ErrInvalid, st.ECNThreshold, wire.MaxECNThreshold)
 	}
 	if st.ActiveSlots > wire.NumSlots {
 		return fmt.Errorf("%w: active_slots %d > %d", ErrInvalid, st.ActiveSlots, wire.NumSlots)

@@ -11,21 +11,18 @@ import (
 type Settings struct {
 	Preempt         bool   // a higher-priority job may take a slot from a lower one
 	ReleaseOnResult bool   // ATP mode: a complete slot is freed by the result, not at completion
-	ECNThreshold    uint32 // egress marks data packets when the queue depth >= this (bit<19>)
+	ECNThreshold    uint32 // egress marks data packets when the queue depth >= this (<= wire.MaxECNThreshold)
 	ActiveSlots     uint16 // slots in use, <= wire.NumSlots
 }
 
-// MaxECNThreshold is the largest bit<19> threshold; it never marks.
-const MaxECNThreshold = 0x7FFFF
-
 // DefaultSettings is the P4 program's initial default action: ina_set_settings(1, 0, 0x7FFFF, NUM_SLOTS).
 func DefaultSettings() Settings {
-	return Settings{Preempt: true, ECNThreshold: MaxECNThreshold, ActiveSlots: wire.NumSlots}
+	return Settings{Preempt: true, ECNThreshold: wire.MaxECNThreshold, ActiveSlots: wire.NumSlots}
 }
 
 // clamp fits the settings into their P4 field widths and the register size.
 func (st Settings) clamp() Settings {
-	st.ECNThreshold = min(st.ECNThreshold, MaxECNThreshold)
+	st.ECNThreshold = min(st.ECNThreshold, wire.MaxECNThreshold)
 	st.ActiveSlots = min(st.ActiveSlots, wire.NumSlots)
 	return st
 }
@@ -91,7 +88,7 @@ func (s *Switch) reset() {
 }
 
 // SetSettings sets the ina_settings default action. Values wider than their P4 fields are clamped
-// (ECNThreshold to MaxECNThreshold, ActiveSlots to wire.NumSlots); Validate reports them instead.
+// (ECNThreshold to wire.MaxECNThreshold, ActiveSlots to wire.NumSlots); Validate reports them instead.
 func (s *Switch) SetSettings(st Settings) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -12,6 +12,10 @@ const (
 	MaxJobs    = 1024  // MAX_JOBS: job ids are 1..MaxJobs-1
 	MaxWorkers = 32    // bits in the worker bitmap
 
+	// MaxECNThreshold is the largest ina_settings ecn_threshold (bit<19>) and its initial default:
+	// no queue is that deep, so it never marks.
+	MaxECNThreshold = 0x7FFFF
+
 	HeaderLen     = 16                      // INA header without values
 	PayloadLen    = HeaderLen + 4*NumValues // UDP payload
 	UDPLen        = 8 + PayloadLen          // UDP length field

@@ -31,6 +31,7 @@ type jobSpec struct {
 	iters     int
 	killRank  int // rank that stops after killAfter iterations; -1: none
 	killAfter int
+	progress  time.Duration // the workers' ProgressTimeout, if not runJobs's
 }
 
 // In-process RTTs are microseconds: the tests use a 5 ms RTO floor (the default 20 ms is for
@@ -103,6 +104,7 @@ type jobResult struct {
 }
 
 // runJobs runs every job's workers concurrently and checks every result against the exact sum.
+// progress is the workers' ProgressTimeout unless the job sets its own.
 func (c *cluster) runJobs(t *testing.T, seed uint64, jobs []jobSpec, progress time.Duration) map[uint16]*jobResult {
 	t.Helper()
 	out := map[uint16]*jobResult{}
@@ -111,11 +113,15 @@ func (c *cluster) runJobs(t *testing.T, seed uint64, jobs []jobSpec, progress ti
 	for _, j := range jobs {
 		res := &jobResult{errs: make([]error, j.workers), iterations: make([]int, j.workers)}
 		out[j.id] = res
+		timeout := progress
+		if j.progress != 0 {
+			timeout = j.progress
+		}
 		for r := range j.workers {
 			w, err := worker.New(worker.Config{Job: j.id, Rank: r, Workers: j.workers, Priority: j.priority,
 				SlotBase: j.slotBase, Window: j.window, SrcMAC: net.HardwareAddr{0x02, 0, 0, byte(j.id), 0, byte(r)},
 				DstMAC: psMAC, SrcIP: net.IPv4(10, 0, byte(j.id), byte(r+1)), DstIP: psIP,
-				MinRTO: 5 * time.Millisecond, ProgressTimeout: progress}, c.fab.Attach(workerPort(j.id, r)))
+				MinRTO: 5 * time.Millisecond, ProgressTimeout: timeout}, c.fab.Attach(workerPort(j.id, r)))
 			must(t, err)
 			wg.Add(1)
 			go func(j jobSpec, r int) {

@@ -1,3 +1,2 @@
-// Package e2e holds the end-to-end tests (workers, PS and a switch) and the in-memory fabric that
-// connects the agents to the Go model of the switch.
+// Package e2e runs the agents against a switch end to end, in memory or in network namespaces.
 package e2e

@@ -25,7 +25,7 @@ func oneJob(t *testing.T, n int, imp Impairment, f func(w *worker.Worker, rank i
 	for r := range n {
 		w, err := worker.New(worker.Config{Job: 1, Rank: r, Workers: n, Window: 8,
 			SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, byte(r)}, DstMAC: psMAC, SrcIP: net.IPv4(10, 0, 1, byte(r+1)), DstIP: psIP,
-			ProgressTimeout: 5 * time.Second}, c.fab.Attach(workerPort(1, r)))
+			ProgressTimeout: 30 * time.Second}, c.fab.Attach(workerPort(1, r)))
 		must(t, err)
 		wg.Add(1)
 		go func() { defer wg.Done(); errs[r] = f(w, r) }()

@@ -1,5 +1,4 @@
-// Package transport moves whole Ethernet frames for the INA agents: an interface, an AF_PACKET
-// implementation for real ports and an in-memory one for tests.
+// Package transport moves Ethernet frames for the INA agents over AF_PACKET or in memory.
 package transport
 
 import (

@@ -78,18 +78,25 @@ func TestPacket(t *testing.T) {
 	frame[12], frame[13] = 0x08, 0x00 // IPv4 ethertype, garbage body: only the bytes matter here
 	frame[14] = 0x45
 	frame[59] = 0xab
-	if err := a.Send(frame); err != nil {
-		t.Fatal(err)
-	}
+	// A veth that was just set up drops frames until the kernel's link watcher has attached its
+	// queueing discipline (asynchronous, up to a second), so the frame is sent again until one
+	// arrives instead of once.
 	buf := make([]byte, 2048)
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		n, err := b.Recv(buf, deadline)
+	giveUp := time.Now().Add(10 * time.Second)
+	for time.Now().Before(giveUp) {
+		if err := a.Send(frame); err != nil {
+			t.Fatal(err)
+		}
+		n, err := b.Recv(buf, time.Now().Add(50*time.Millisecond))
+		if errors.Is(err, ErrTimeout) {
+			continue
+		}
 		if err != nil {
-			t.Fatalf("no frame across the veth: %v", err)
+			t.Fatal(err)
 		}
 		if n == 60 && buf[59] == 0xab && bytes.Equal(buf[6:12], a.MAC()) {
 			return
 		}
 	}
+	t.Fatal("no frame crossed the veth pair in 10s")
 }
