@@ -86,6 +86,7 @@ func TestValidationErrors(t *testing.T) {
 		{"port range", "{port: 1, worker_bit: 0}", "{port: 600, worker_bit: 0}", 14, "port 600 out of 0..511"},
 		{"bit range", "{port: 1, worker_bit: 0}", "{port: 1, worker_bit: 32}", 14, "32 out of 0..31"},
 		{"group zero", "multicast_group: 5}", "multicast_group: 0}", 16, "multicast group 0 out of"},
+		{"token in clear off-host", "    address: 127.0.0.1:1", "    address: 10.0.0.9:1\n    token_file: t", 5, "token_file: the token would cross the network in clear"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -183,4 +184,16 @@ func FuzzParseConfig(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A token may travel without TLS only to a switch on this machine.
+func TestLocalTarget(t *testing.T) {
+	for target, local := range map[string]bool{
+		"127.0.0.1:9559": true, "[::1]:9559": true, "localhost:9559": true, "dns:///localhost:1": true,
+		"unix:///run/sw.sock": true, "10.0.0.9:9559": false, "tor1:9559": false, "0.0.0.0:9559": false, "nonsense": false,
+	} {
+		if got := isLocalTarget(target); got != local {
+			t.Errorf("isLocalTarget(%q) = %v, want %v", target, got, local)
+		}
+	}
 }

@@ -39,10 +39,9 @@ type Conn struct {
 	err error
 }
 
-// DialOptions are the connection parameters of Dial.
+// DialOptions are the connection parameters of Dial; TLS and the token come from the SwitchConfig.
 type DialOptions struct {
 	Timeout time.Duration // bound on connect + arbitration; default 5s
-	TLS     *TLSConfig
 }
 
 // Dial connects to the switch and becomes its primary controller, or fails within opts.Timeout with

@@ -39,10 +39,10 @@ func (m *Collector) Collect(ch chan<- prometheus.Metric) {
 			up = 1
 		}
 		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up, s.Name)
-		ch <- prometheus.MustNewConstMetric(descPushes, prometheus.CounterValue, float64(s.PipelinePush), s.Name)
+		ch <- prometheus.MustNewConstMetric(descPushes, prometheus.CounterValue, float64(s.PipelinePushes), s.Name)
 		ch <- prometheus.MustNewConstMetric(descConnects, prometheus.CounterValue, float64(s.Connects), s.Name)
 		ch <- prometheus.MustNewConstMetric(descReconciles, prometheus.CounterValue, float64(s.Reconciles), s.Name)
-		ch <- prometheus.MustNewConstMetric(descWritten, prometheus.CounterValue, float64(s.EntriesWrites), s.Name)
+		ch <- prometheus.MustNewConstMetric(descWritten, prometheus.CounterValue, float64(s.EntriesWritten), s.Name)
 		snap := s.Snapshot
 		if snap == nil {
 			continue

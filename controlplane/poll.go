@@ -141,17 +141,17 @@ func (c *Controller) pollLoop(ctx context.Context) {
 
 // SwitchStatus is the controller's view of one switch.
 type SwitchStatus struct {
-	Name          string    `json:"name"`
-	Address       string    `json:"address"`
-	Target        string    `json:"target"`
-	Connected     bool      `json:"connected"`
-	LastError     string    `json:"last_error,omitempty"`
-	LastDiff      string    `json:"last_diff,omitempty"`
-	Connects      int       `json:"connects"`
-	PipelinePush  int       `json:"pipeline_pushes"`
-	Reconciles    int       `json:"reconciles"`
-	EntriesWrites int       `json:"entries_written"`
-	Snapshot      *Snapshot `json:"snapshot,omitempty"`
+	Name           string    `json:"name"`
+	Address        string    `json:"address"`
+	Target         string    `json:"target"`
+	Connected      bool      `json:"connected"`
+	LastError      string    `json:"last_error,omitempty"`
+	LastDiff       string    `json:"last_diff,omitempty"`
+	Connects       int       `json:"connects"`
+	PipelinePushes int       `json:"pipeline_pushes"`
+	Reconciles     int       `json:"reconciles"`
+	EntriesWritten int       `json:"entries_written"`
+	Snapshot       *Snapshot `json:"snapshot,omitempty"`
 }
 
 // Status reports every switch, with its latest counter snapshot.
@@ -164,7 +164,7 @@ func (c *Controller) Status() []SwitchStatus {
 		out = append(out, SwitchStatus{
 			Name: n, Address: st.sc.Address, Target: st.sc.Target,
 			Connected: st.conn != nil && st.conn.Err() == nil, LastError: st.lastErr, LastDiff: st.lastDiff,
-			Connects: st.connects, PipelinePush: st.pushes, Reconciles: st.reconciles, EntriesWrites: st.written,
+			Connects: st.connects, PipelinePushes: st.pushes, Reconciles: st.reconciles, EntriesWritten: st.written,
 			Snapshot: st.snapshot,
 		})
 	}

@@ -56,7 +56,7 @@ func TestRestoresRestartedSwitch(t *testing.T) {
 	waitFor(t, "reinstall on the restarted switch", func() bool { return installed(again.sw) })
 	checkJob5(t, again.sw)
 	st := c.Status()[0]
-	if st.Connects < 2 || st.PipelinePush < 2 {
+	if st.Connects < 2 || st.PipelinePushes < 2 {
 		t.Fatalf("status after restart: %+v", st)
 	}
 }
@@ -107,8 +107,8 @@ func TestRemovalWhileUnreachable(t *testing.T) {
 	if s := sw.Slot(9); s.Count != 0 || s.Job != 0 {
 		t.Fatalf("slot 9 of removed job 5 not cleared on reconnect: %+v", s)
 	}
-	if st := c.Status()[0]; st.PipelinePush != 1 {
-		t.Fatalf("pipeline pushed %d times; the switch kept it", st.PipelinePush)
+	if st := c.Status()[0]; st.PipelinePushes != 1 {
+		t.Fatalf("pipeline pushed %d times; the switch kept it", st.PipelinePushes)
 	}
 }
 

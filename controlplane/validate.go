@@ -11,8 +11,8 @@ import (
 
 // Limits from the P4 program's field widths (docs/protocol.md).
 const (
-	maxPort      = 511             // bit<9>
-	maxFanIn     = wire.MaxWorkers // one member per worker bit (the field is bit<8>)
+	maxPort      = 511 // bit<9>
+	maxFanIn     = 255 // bit<8>
 	maxPriority  = 255
 	maxMcastID   = 0xFFFF
 	maxJobID     = wire.MaxJobs - 1
@@ -163,6 +163,9 @@ func validateSwitch(v *validator, s *SwitchConfig, path string) {
 		if _, _, err := net.SplitHostPort(s.ThriftAddress); err != nil {
 			v.add(s.Pos, "thrift_address", path, "%v", err)
 		}
+	}
+	if s.TokenFile != "" && s.TLS == nil && s.Address != "" && !isLocalTarget(s.Address) {
+		v.add(s.Pos, "token_file", path, "the token would cross the network in clear to %s: add a tls block", s.Address)
 	}
 	if s.TLS != nil && (s.TLS.Cert == "") != (s.TLS.Key == "") {
 		v.add(s.TLS.Pos, "cert", joinPath(path, "tls"), "cert and key go together")

@@ -6,9 +6,8 @@ import (
 	"strings"
 )
 
-// Counters count every outcome of a packet at the PS. Each data packet counts exactly one
-// disposition (Merged, Replaced, Overlap, Late, TooOld, ResendAnswered, OverflowIgnored, BadBitmap,
-// PendingFull, FloatMismatch) and, if merged or overlapping, one kind.
+// Counters count every outcome of a packet at the PS. Each data packet counts exactly one kind
+// (Complete .. Resend) and one disposition (Merged .. FloatMismatch; OVERFLOW data counts Merged).
 type Counters struct {
 	// Kinds of data packets received (by switch flag; Complete = full bitmap in one packet).
 	Complete, Partial, Collision, Preempted, Stale, Flushed, Bypass, Resend uint64

@@ -39,5 +39,15 @@ func FuzzHandle(f *testing.F) {
 		if p, k := s.Pending(1); p > 64 || k > 64 {
 			t.Fatalf("pending %d kept %d beyond the horizon 64", p, k)
 		}
+		// Every data packet of the job counts exactly one kind and one disposition.
+		g, _ := s.Global()
+		c, _ := s.Counters(1)
+		data := g.Frames - g.NotINA - g.Malformed - g.NotData - g.UnknownJob
+		kinds := c.Complete + c.Partial + c.Collision + c.Preempted + c.Stale + c.Flushed + c.Bypass + c.Resend
+		outcomes := c.Merged + c.Replaced + c.Overlap + c.Late + c.TooOld + c.ResendAnswered + c.OverflowIgnored +
+			c.BadBitmap + c.PendingFull + c.FloatMismatch
+		if kinds != data || outcomes != data {
+			t.Fatalf("%d data packets counted %d kinds and %d dispositions: %v", data, kinds, outcomes, c)
+		}
 	})
 }

@@ -85,7 +85,7 @@ func (j *job) handle(h *wire.Header, r *resulter) {
 	if res, ok := j.kept[q]; ok {
 		if h.Flags&wire.FlagResend != 0 {
 			j.c.ResendAnswered++
-			r.emit(res)
+			r.out(res)
 		} else {
 			j.c.Late++
 		}
@@ -109,7 +109,7 @@ func (j *job) handle(h *wire.Header, r *resulter) {
 		case h.Flags&wire.FlagBypass != 0:
 			// A worker is already on the exact path (it saw an OVERFLOW result this PS sent
 			// before a restart, or it chose to): follow it; the others learn by RESEND.
-			j.reset(cs, modeBypass)
+			cs.reset(modeBypass)
 		case h.Flags&wire.FlagOverflow != 0:
 			j.c.Merged++
 			j.overflow(cs, h, r)
@@ -158,10 +158,10 @@ func (j *job) mergeFixed(cs *chunk, h *wire.Header, r *resulter) {
 
 // overflow drops the fixed-point sum and asks every worker to resend the chunk with BYPASS.
 func (j *job) overflow(cs *chunk, h *wire.Header, r *resulter) {
-	j.reset(cs, modeBypass)
+	cs.reset(modeBypass)
 	cs.overflow = r.build(h, wire.FlagOverflow, j.mask, nil)
 	j.c.OverflowResults++
-	r.emit(cs.overflow)
+	r.out(cs.overflow)
 }
 
 func (j *job) mergeBypass(cs *chunk, h *wire.Header, r *resulter) {
@@ -174,7 +174,7 @@ func (j *job) mergeBypass(cs *chunk, h *wire.Header, r *resulter) {
 			cs.overflow = r.build(h, wire.FlagOverflow, j.mask, nil)
 		}
 		j.c.ResendAnswered++
-		r.emit(cs.overflow)
+		r.out(cs.overflow)
 		return
 	}
 	float := h.Flags&wire.FlagFloat != 0
@@ -242,7 +242,7 @@ func (j *job) complete(h *wire.Header, cs *chunk, flags wire.Flags, out *[wire.N
 	}
 	res := r.build(h, flags, j.mask, out)
 	j.c.Results++
-	r.emit(res)
+	r.out(res)
 	q := h.Seq
 	delete(j.pending, q)
 	j.pool = append(j.pool, cs)
@@ -274,12 +274,11 @@ func (j *job) alloc() *chunk {
 	if n := len(j.pool); n > 0 {
 		cs := j.pool[n-1]
 		j.pool = j.pool[:n-1]
-		j.reset(cs, modeFixed)
+		cs.reset(modeFixed)
 		return cs
 	}
 	return &chunk{}
 }
 
-func (j *job) reset(cs *chunk, mode uint8) {
-	*cs = chunk{mode: mode}
-}
+// reset empties the chunk for reuse in mode.
+func (cs *chunk) reset(mode uint8) { *cs = chunk{mode: mode} }

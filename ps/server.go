@@ -150,7 +150,7 @@ func (s *Server) Pending(id uint16) (pending, kept int) {
 	return 0, 0
 }
 
-// resulter builds result frames.
+// resulter builds result frames and hands them to out, the emit function of the current Handle.
 type resulter struct {
 	tmpl wire.Frame
 	out  func([]byte)
@@ -167,5 +167,3 @@ func (r *resulter) build(h *wire.Header, flags wire.Flags, mask uint32, v *[wire
 	}
 	return f.Marshal()
 }
-
-func (r *resulter) emit(b []byte) { r.out(b) }

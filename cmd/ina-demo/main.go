@@ -89,6 +89,10 @@ func main() {
 		_ = d.jobs.Set("1:2:1")
 		_ = d.jobs.Set("2:2:5")
 	}
+	if err := d.check(); err != nil {
+		fmt.Printf("demo: %v\n", err)
+		os.Exit(2)
+	}
 	if !isRoot() {
 		fmt.Println("demo: needs root: it creates network namespaces and veth pairs and opens AF_PACKET sockets (run: sudo make demo)")
 		os.Exit(1)
@@ -106,6 +110,23 @@ func main() {
 	}
 }
 
+// check rejects flag values the run cannot use, before anything is started.
+func (d *demo) check() error {
+	switch {
+	case d.activeSlots < 1 || d.activeSlots > wire.NumSlots:
+		return fmt.Errorf("-slots %d: want 1..%d", d.activeSlots, wire.NumSlots)
+	case d.window < 1 || d.size < 1 || d.iters < 1:
+		return fmt.Errorf("-window %d, -size %d, -iters %d: each must be at least 1", d.window, d.size, d.iters)
+	case d.dtype != "int32" && d.dtype != "float32":
+		return fmt.Errorf("-dtype %q: want int32 or float32", d.dtype)
+	case d.ecnThreshold < 0 || d.ecnThreshold > wire.MaxECNThreshold:
+		return fmt.Errorf("-ecn-threshold %d: want 0..%d", d.ecnThreshold, wire.MaxECNThreshold)
+	case d.killJob != 0 && !slices.ContainsFunc(d.jobs, func(j *jobSpec) bool { return j.id == d.killJob && j.workers > 1 }):
+		return fmt.Errorf("-kill: no job %d with two or more workers", d.killJob)
+	}
+	return nil
+}
+
 func (d *demo) run(ctx context.Context) error {
 	if err := d.chooseSwitch(); err != nil {
 		return err
@@ -119,9 +140,6 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	d.procs.dir = d.dir
-	if d.killJob != 0 && !slices.ContainsFunc(d.jobs, func(j *jobSpec) bool { return j.id == d.killJob && j.workers > 1 }) {
-		return fmt.Errorf("-kill: no job %d with two or more workers", d.killJob)
-	}
 	if err := d.layout(); err != nil {
 		return err
 	}
@@ -186,15 +204,6 @@ func (d *demo) chooseSwitch() error {
 
 // layout assigns switch ports, slots and addresses.
 func (d *demo) layout() error {
-	if d.activeSlots < 1 || d.activeSlots > wire.NumSlots || d.window < 1 || d.size < 1 || d.iters < 1 {
-		return fmt.Errorf("-slots must be in 1..%d, and -window, -size and -iters positive", wire.NumSlots)
-	}
-	if d.dtype != "int32" && d.dtype != "float32" {
-		return fmt.Errorf("-dtype %q: want int32 or float32", d.dtype)
-	}
-	if d.ecnThreshold < 0 || d.ecnThreshold > wire.MaxECNThreshold {
-		return fmt.Errorf("-ecn-threshold %d: want 0..%d", d.ecnThreshold, wire.MaxECNThreshold)
-	}
 	port := psPort + 1
 	seen := map[int]bool{}
 	for i, j := range d.jobs {

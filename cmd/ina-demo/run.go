@@ -32,7 +32,7 @@ func (d *demo) startController(ctx context.Context) error {
 	c := api.NewClient(d.apiAddr, "")
 	for {
 		sts, err := c.Status(ctx)
-		if err == nil && len(sts) == 1 && sts[0].Connected && sts[0].PipelinePush > 0 && sts[0].Reconciles > 0 && sts[0].Snapshot != nil {
+		if err == nil && len(sts) == 1 && sts[0].Connected && sts[0].PipelinePushes > 0 && sts[0].Reconciles > 0 && sts[0].Snapshot != nil {
 			return nil
 		}
 		select {

@@ -85,7 +85,7 @@ func printStatus(out io.Writer, sts []cp.SwitchStatus) {
 			state = "DOWN"
 		}
 		fmt.Fprintf(out, "switch %s (%s, %s): %s, pipeline pushes %d, reconciles %d, last diff: %s\n",
-			s.Name, s.Address, s.Target, state, s.PipelinePush, s.Reconciles, or(s.LastDiff, "-"))
+			s.Name, s.Address, s.Target, state, s.PipelinePushes, s.Reconciles, or(s.LastDiff, "-"))
 		if s.LastError != "" {
 			fmt.Fprintf(out, "  last error: %s\n", s.LastError)
 		}
@@ -153,7 +153,11 @@ func cmdJob(args []string) error {
 		if len(rest) < 1 {
 			return 0, fmt.Errorf("job %s: missing job id", args[0])
 		}
-		return strconv.Atoi(rest[0])
+		n, err := strconv.Atoi(rest[0])
+		if err != nil {
+			return 0, fmt.Errorf("job %s: job id %q is not a number", args[0], rest[0])
+		}
+		return n, nil
 	}
 	switch args[0] {
 	case "add":

@@ -15,15 +15,13 @@ import (
 // cmdDerive writes the controller config for a topology.json: routes, and every job's per-switch
 // entries derived from the links (local fan-in, worker bits, transit ports, result groups).
 func cmdDerive(args []string) error {
-	fs := flag.NewFlagSet("derive", flag.ContinueOnError)
+	fs := flag.NewFlagSet("derive", flag.ExitOnError)
 	topoPath := fs.String("topology", "", "topology.json (p4lang/tutorials form with an \"ina\" section)")
 	epPath := fs.String("endpoints", "", `JSON object: switch name -> {"address", "target", "device_config", "thrift_address"}`)
 	out := fs.String("o", "-", "output file (- for stdout)")
 	api := fs.String("api-address", "", "the controller's job API address in the config (default "+controlplane.DefaultAPIAddress+")")
 	metrics := fs.String("metrics-address", "", "the controller's metrics address in the config (default "+controlplane.DefaultMetrics+")")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+	fs.Parse(args)
 	if *topoPath == "" || *epPath == "" {
 		return fmt.Errorf("derive needs --topology and --endpoints")
 	}
@@ -35,18 +33,9 @@ func cmdDerive(args []string) error {
 	if err != nil {
 		return err
 	}
-	var raw map[string]struct {
-		Address       string `json:"address"`
-		Target        string `json:"target"`
-		DeviceConfig  string `json:"device_config"`
-		ThriftAddress string `json:"thrift_address"`
-	}
-	if err := json.Unmarshal(b, &raw); err != nil {
+	var eps map[string]topology.Endpoint
+	if err := json.Unmarshal(b, &eps); err != nil {
 		return fmt.Errorf("%s: %w", *epPath, err)
-	}
-	eps := map[string]topology.Endpoint{}
-	for name, e := range raw {
-		eps[name] = topology.Endpoint{Address: e.Address, Target: e.Target, DeviceConfig: e.DeviceConfig, ThriftAddress: e.ThriftAddress}
 	}
 	cfg, err := topo.Derive(eps)
 	if err != nil {

@@ -39,7 +39,7 @@ func TestValidateExamples(t *testing.T) {
 func TestPrintStatus(t *testing.T) {
 	var b bytes.Buffer
 	printStatus(&b, []cp.SwitchStatus{{
-		Name: "tor1", Address: "127.0.0.1:1", Target: "ref", Connected: true, PipelinePush: 1,
+		Name: "tor1", Address: "127.0.0.1:1", Target: "ref", Connected: true, PipelinePushes: 1,
 		Snapshot: &cp.Snapshot{
 			Time:      time.Unix(0, 0),
 			Events:    map[string]uint64{"claimed": 3, "drop_bad_port": 2, "drop_version": 1},

@@ -122,7 +122,7 @@ func cmdRun(args []string) error {
 	metrics := http.NewServeMux()
 	metrics.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	var metricsHandler http.Handler = metrics
-	if !api.IsLoopback(metricsAddr) {
+	if !cp.IsLoopback(metricsAddr) {
 		metricsHandler = api.RequireToken(metrics, token, log)
 	}
 	servers := []*http.Server{

@@ -9,10 +9,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
-	"strings"
 
 	cp "github.com/inapack/inapack/controlplane"
 )
@@ -195,22 +193,9 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h.b.Status())
 }
 
-// IsLoopback reports whether addr (host:port) binds only to a loopback interface.
-func IsLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // CheckExposure refuses a non-loopback listen address unless both a token and TLS are configured.
 func CheckExposure(addr, token string, tls bool) error {
-	if IsLoopback(addr) {
+	if cp.IsLoopback(addr) {
 		return nil
 	}
 	if token == "" || !tls {

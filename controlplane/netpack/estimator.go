@@ -50,7 +50,7 @@ const (
 	satEps    = 1e-9 // relative: a resource is saturated when load >= cap*(1-satEps)
 )
 
-// NewEstimator is an estimator for cluster c with no jobs.
+// NewEstimator is an estimator for cluster c (which must pass Cluster.Validate) with no jobs.
 func NewEstimator(c *Cluster, mode Mode) *Estimator {
 	x := resIndex{machines: len(c.Machines), racks: len(c.Racks)}
 	n := x.count()

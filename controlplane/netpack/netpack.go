@@ -65,6 +65,8 @@ func (p *netpackPolicy) Schedule(st *State, waiting []*Job) []Placement {
 		w.rackFree[st.Cluster.Machines[m].Rack] += f
 		maxFree = max(maxFree, f)
 	}
+	// Admission value (README): a started job stops queueing, so each is worth one, discounted by
+	// the speed it can reach and weighted up to 2x by age.
 	n := float64(len(waiting))
 	value := func(i int) float64 {
 		j := waiting[i]
@@ -72,7 +74,7 @@ func (p *netpackPolicy) Schedule(st *State, waiting []*Job) []Placement {
 		if j.GPUs > maxFree {
 			rho = math.Min(1, p.est.maxNIC/(j.Model.GradientBytes/j.Model.ComputeSec))
 		}
-		return float64(j.GPUs) * rho * (1 + (n-float64(i))/n)
+		return rho * (1 + (n-float64(i))/n)
 	}
 	idx := admitKnapsack(st, waiting, value)
 	// Admitted jobs are placed in queue order: the oldest get the best spots.

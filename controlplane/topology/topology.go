@@ -71,12 +71,13 @@ type Job struct {
 	INA         *bool    `json:"ina,omitempty"`
 }
 
-// Endpoint is how the controller reaches one switch; the runner that starts the switches knows it.
+// Endpoint is how the controller reaches one switch; the runner that starts the switches knows it
+// and writes it as JSON (inactl derive --endpoints).
 type Endpoint struct {
-	Address       string
-	Target        string // bmv2 or ref
-	DeviceConfig  string
-	ThriftAddress string
+	Address       string `json:"address"`
+	Target        string `json:"target"` // bmv2 or ref
+	DeviceConfig  string `json:"device_config"`
+	ThriftAddress string `json:"thrift_address"`
 }
 
 // Load reads and checks topology.json.

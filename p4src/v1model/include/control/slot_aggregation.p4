@@ -67,7 +67,7 @@ control SlotAggregation(inout headers_t hdr, inout ina_meta_t meta) {
         slot_state.write(idx, 0);
     }
 
-    // The packet leaves carrying the slot's owner (o_*) and values; this packet's values stay.
+    // The packet leaves carrying the slot's previous owner (o_*); SWAP_VALUE gives it the values.
     action carry_owner(bit<16> flag) {
         hdr.ina.job_id = o_job;
         hdr.ina.seq = o_seq;
@@ -122,13 +122,13 @@ control SlotAggregation(inout headers_t hdr, inout ina_meta_t meta) {
                         ((hdr.ina.flags & FLAG_ECN) != 0 ? (bit<8>)SLOT_STATE_ECN : 8w0);
             hdr.ina.bitmap = bitmap;
             hdr.ina.flags = hdr.ina.flags | state_flags(st);
+            slot_bitmap.write(idx, bitmap);
             if (resend) {
                 hdr.ina.flags = hdr.ina.flags | FLAG_FLUSHED;
                 release();
                 meta.event = EVENT_FLUSHED;
             } else if (count >= meta.fan_in) {
                 if (meta.release_on_result == 1) {
-                    slot_bitmap.write(idx, bitmap);
                     slot_count.write(idx, count);
                     slot_state.write(idx, st | SLOT_STATE_COMPLETE);
                 } else {
@@ -136,7 +136,6 @@ control SlotAggregation(inout headers_t hdr, inout ina_meta_t meta) {
                 }
                 meta.event = EVENT_COMPLETED;
             } else {
-                slot_bitmap.write(idx, bitmap);
                 slot_count.write(idx, count);
                 slot_state.write(idx, st);
                 meta.event = EVENT_AGGREGATED;
