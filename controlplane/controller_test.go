@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -189,14 +190,19 @@ func TestPollCountersAndSlots(t *testing.T) {
 }
 
 func TestUnreachableSwitch(t *testing.T) {
-	// A port nothing listens on: the error names the address, within the dial timeout.
-	ref := startRef(t, "127.0.0.1:0")
-	addr := ref.addr
-	ref.srv.Stop()
+	// A port nothing listens on: the error names the address, within the dial timeout. The port is
+	// closed before the dial (a stopped gRPC server may close its listener only later, and a
+	// connection accepted meanwhile is reset instead of refused).
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
 	cfg := testConfig(t, refConfig, addr)
 	cfg.Controller.DialTimeout = Duration(300 * time.Millisecond)
 	c := newController(t, cfg)
-	err := c.Apply(ctx(t))
+	err = c.Apply(ctx(t))
 	if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "unreachable") ||
 		!strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("got %v", err)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"sort"
+	"slices"
 
 	"github.com/antoninbas/p4runtime-go-client/pkg/util/conversion"
 	"github.com/inapack/inapack/p4src/wire"
@@ -130,9 +130,7 @@ func (s *Schema) SettingsEntity(st *Settings) *p4v1.Entity {
 // MulticastEntity is the multicast group id replicating to ports (instance 0 each).
 func MulticastEntity(id int, ports []int) *p4v1.Entity {
 	g := &p4v1.MulticastGroupEntry{MulticastGroupId: uint32(id)}
-	sorted := append([]int(nil), ports...)
-	sort.Ints(sorted)
-	for _, p := range sorted {
+	for _, p := range slices.Sorted(slices.Values(ports)) {
 		g.Replicas = append(g.Replicas, &p4v1.Replica{EgressPort: uint32(p)})
 	}
 	return &p4v1.Entity{Entity: &p4v1.Entity_PacketReplicationEngineEntry{PacketReplicationEngineEntry: &p4v1.PacketReplicationEngineEntry{

@@ -37,14 +37,21 @@ func (c *Controller) AddJob(ctx context.Context, j JobConfig) error {
 	}
 	next := *c.cfg
 	next.Jobs = append(slices.Clone(c.cfg.Jobs), j)
+	return c.commitLocked(ctx, &next, j.ID)
+}
+
+// commitLocked validates next against the whole state, makes it the desired state, saves it and
+// writes job id's entries to the switches it spans. c.mu must be held; commitLocked releases it
+// before any I/O with a switch.
+func (c *Controller) commitLocked(ctx context.Context, next *Config, id int) error {
 	if err := next.Validate(); err != nil {
 		c.mu.Unlock()
 		return err
 	}
-	c.cfg = &next
+	c.cfg = next
 	serr := c.saveState()
 	c.mu.Unlock()
-	return errors.Join(serr, c.applyJob(ctx, j.ID, nil))
+	return errors.Join(serr, c.applyJob(ctx, id, nil))
 }
 
 // UpdateJob changes a job's priority cap and/or INA switch (nil leaves a field unchanged) and
@@ -72,14 +79,7 @@ func (c *Controller) UpdateJob(ctx context.Context, id int, priorityCap *int, in
 			next.Jobs[i] = j
 		}
 	}
-	if err := next.Validate(); err != nil {
-		c.mu.Unlock()
-		return err
-	}
-	c.cfg = &next
-	serr := c.saveState()
-	c.mu.Unlock()
-	return errors.Join(serr, c.applyJob(ctx, id, nil))
+	return c.commitLocked(ctx, &next, id)
 }
 
 // RemoveJob deletes the job's entries on every switch it spans and then frees every slot it still

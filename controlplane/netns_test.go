@@ -18,15 +18,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Names of this test's namespaces and veths all start with "ct" (unique to the controller tests).
-var nsPorts = []struct {
+// Names of this test's namespaces and veths start with "ct" (unique to the controller tests) and
+// end with the test process's id, so two runs at once on one machine (two developers, or go test
+// ./... beside a package run) never delete each other's links.
+var nsPorts = func() []struct {
 	ns, host, sw string
 	port         int
-}{
-	{"ctw1", "ct-w1", "ct-w1s", 1},
-	{"ctw2", "ct-w2", "ct-w2s", 2},
-	{"ctps", "ct-ps", "ct-pss", 3},
-}
+} {
+	id := os.Getpid() % 100000
+	return []struct {
+		ns, host, sw string
+		port         int
+	}{
+		{fmt.Sprintf("ctw1-%d", id), fmt.Sprintf("ct-w1-%d", id), fmt.Sprintf("ct-w1s%d", id), 1},
+		{fmt.Sprintf("ctw2-%d", id), fmt.Sprintf("ct-w2-%d", id), fmt.Sprintf("ct-w2s%d", id), 2},
+		{fmt.Sprintf("ctps-%d", id), fmt.Sprintf("ct-ps-%d", id), fmt.Sprintf("ct-pss%d", id), 3},
+	}
+}()
 
 func sh(t *testing.T, args ...string) {
 	t.Helper()
@@ -199,8 +207,8 @@ func TestNetnsRefswitch(t *testing.T) {
 // counters read back; then a lone packet claims a slot and removing the job frees it.
 func checkAggregation(t *testing.T, c *Controller) {
 	t.Helper()
-	w1, w2 := nsSocket(t, "ctw1", "ct-w1"), nsSocket(t, "ctw2", "ct-w2")
-	ps := nsSocket(t, "ctps", "ct-ps")
+	w1, w2 := nsSocket(t, nsPorts[0].ns, nsPorts[0].host), nsSocket(t, nsPorts[1].ns, nsPorts[1].host)
+	ps := nsSocket(t, nsPorts[2].ns, nsPorts[2].host)
 	for _, x := range []struct {
 		c   *packet.Conn
 		bit uint32

@@ -81,7 +81,9 @@ func TestRemovalWhileUnreachable(t *testing.T) {
 	}
 	g1 := serve(lis)
 	cfg := testConfig(t, refConfig, addr)
-	cfg.Controller.DialTimeout = Duration(300 * time.Millisecond)
+	// Long enough for a loaded machine to connect to a live switch; the removal while the switch is
+	// down waits this long before it fails.
+	cfg.Controller.DialTimeout = Duration(2 * time.Second)
 	c := newController(t, cfg)
 	if err := c.Apply(ctx(t)); err != nil {
 		t.Fatal(err)

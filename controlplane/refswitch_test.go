@@ -27,11 +27,10 @@ func startRef(t testing.TB, addr string) *refSwitch {
 	var lis net.Listener
 	var err error
 	// The old server's port can take a moment to be free again after Stop.
-	for i := 0; i < 50; i++ {
-		if lis, err = net.Listen("tcp", addr); err == nil {
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if lis, err = net.Listen("tcp", addr); err == nil || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -15,24 +15,25 @@ import (
 // the last dot-separated component of their name, because p4c prefixes control names and the
 // v1model and TNA builds use different controls.
 const (
-	TableIPv4LPM     = "ipv4_lpm"
-	TableJob         = "ina_job"
-	TablePS          = "ina_ps"
-	TableSettings    = "ina_settings"
-	ActionForward    = "ipv4_forward"
-	ActionWorker     = "ina_worker"
-	ActionResult     = "ina_result"
-	ActionTransit    = "ina_transit"
-	ActionSetPS      = "ina_set_ps"
-	ActionSettings   = "ina_set_settings"
-	CounterEvents    = "ina_events"
-	CounterJobEvents = "ina_job_events"
-	RegisterSlotJob  = "slot_job"
+	TableIPv4LPM      = "ipv4_lpm"
+	TableJob          = "ina_job"
+	TablePS           = "ina_ps"
+	TableSettings     = "ina_settings"
+	ActionForward     = "ipv4_forward"
+	ActionWorker      = "ina_worker"
+	ActionResult      = "ina_result"
+	ActionTransit     = "ina_transit"
+	ActionSetPS       = "ina_set_ps"
+	ActionSettings    = "ina_set_settings"
+	CounterEvents     = "ina_events"
+	CounterJobEvents  = "ina_job_events"
+	RegisterSlotJob   = "slot_job"
+	RegisterSlotCount = "slot_count"
 )
 
 // slotRegisters are reset when a job's slots are cleared; slot_count = 0 is what frees a slot, the
 // others are reset so a later reader sees no trace of the old owner.
-var slotRegisters = []string{"slot_count", "slot_job", "slot_seq", "slot_priority", "slot_bitmap", "slot_state"}
+var slotRegisters = []string{RegisterSlotCount, RegisterSlotJob, "slot_seq", "slot_priority", "slot_bitmap", "slot_state"}
 
 // required lists, per table, its match fields and actions, and per action its parameters.
 var requiredTables = map[string][]string{

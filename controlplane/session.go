@@ -81,13 +81,10 @@ func (c *Controller) slotAccess(st *switchState, conn *Conn) (SlotAccess, error)
 	return newCLISlots(thrift, st.schema)
 }
 
+// setErr records why the last connection attempt failed, for Status.
 func (c *Controller) setErr(st *switchState, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err == nil {
-		st.lastErr = ""
-		return
-	}
 	st.lastErr = err.Error()
 }
 

@@ -62,13 +62,17 @@ func (p *p4rtSlots) readRegister(ctx context.Context, name string) ([]uint64, er
 	return out, nil
 }
 
-func (p *p4rtSlots) ReadSlots(ctx context.Context) ([]uint64, []uint64, error) {
-	jobs, err := p.readRegister(ctx, RegisterSlotJob)
-	if err != nil {
+// readSlots reads slot_job and slot_count with read, the register reader of one access method.
+func readSlots(ctx context.Context, read func(context.Context, string) ([]uint64, error)) (jobs, counts []uint64, err error) {
+	if jobs, err = read(ctx, RegisterSlotJob); err != nil {
 		return nil, nil, err
 	}
-	counts, err := p.readRegister(ctx, "slot_count")
+	counts, err = read(ctx, RegisterSlotCount)
 	return jobs, counts, err
+}
+
+func (p *p4rtSlots) ReadSlots(ctx context.Context) ([]uint64, []uint64, error) {
+	return readSlots(ctx, p.readRegister)
 }
 
 func (p *p4rtSlots) ResetSlots(ctx context.Context, idx []int) error {
@@ -168,12 +172,7 @@ func parseRegisterRead(out, name string) ([]uint64, error) {
 }
 
 func (c *cliSlots) ReadSlots(ctx context.Context) ([]uint64, []uint64, error) {
-	jobs, err := c.readRegister(ctx, RegisterSlotJob)
-	if err != nil {
-		return nil, nil, err
-	}
-	counts, err := c.readRegister(ctx, "slot_count")
-	return jobs, counts, err
+	return readSlots(ctx, c.readRegister)
 }
 
 func (c *cliSlots) ResetSlots(ctx context.Context, idx []int) error {

@@ -64,11 +64,12 @@ func snake(s string) string {
 	return b.String()
 }
 
-// Global counts frames that belong to no job.
+// Global counts what belongs to no job: frames received and results the transport refused.
 type Global struct {
 	Frames     uint64 // frames received
 	NotINA     uint64 // not an INA frame (other traffic on the port): ignored
 	Malformed  uint64 // INA port but undecodable
 	NotData    uint64 // INA results or unknown types arriving at the PS: ignored
 	UnknownJob uint64 // data for a job the PS does not serve
+	SendErrors uint64 // results the transport refused (Serve only)
 }

@@ -40,7 +40,7 @@ func FuzzHandle(f *testing.F) {
 			t.Fatalf("pending %d kept %d beyond the horizon 64", p, k)
 		}
 		// Every data packet of the job counts exactly one kind and one disposition.
-		g, _ := s.Global()
+		g := s.Global()
 		c, _ := s.Counters(1)
 		data := g.Frames - g.NotINA - g.Malformed - g.NotData - g.UnknownJob
 		kinds := c.Complete + c.Partial + c.Collision + c.Preempted + c.Stale + c.Flushed + c.Bypass + c.Resend

@@ -144,7 +144,7 @@ func TestHostileInput(t *testing.T) {
 			t.Errorf("hostile frame produced %d results", len(out))
 		}
 	}
-	g, _ := s.Global()
+	g := s.Global()
 	c, _ := s.Counters(1)
 	if g.Malformed != 5 || g.NotINA != 1 || g.NotData != 1 || g.UnknownJob != 1 || c.BadBitmap != 2 {
 		t.Errorf("global %+v, job %v", g, c)

@@ -19,8 +19,6 @@ type Server struct {
 	jobs map[uint16]*job
 	g    Global
 	r    resulter
-	// sendErrors counts results the transport refused (read with Global).
-	sendErrors uint64
 }
 
 // New returns a server for cfg's jobs.
@@ -103,7 +101,7 @@ func (s *Server) Serve(ctx context.Context, t transport.Transport) error {
 	buf := make([]byte, 2048)
 	emit := func(b []byte) {
 		if err := t.Send(b); err != nil {
-			s.sendErrors++ // under s.mu: emit runs inside Handle
+			s.g.SendErrors++ // under s.mu: emit runs inside Handle
 		}
 	}
 	for ctx.Err() == nil {
@@ -133,11 +131,11 @@ func (s *Server) Counters(id uint16) (Counters, bool) {
 	return j.c, true
 }
 
-// Global returns a copy of the counters of frames that belong to no job, and the send errors.
-func (s *Server) Global() (Global, uint64) {
+// Global returns a copy of the counters that belong to no job.
+func (s *Server) Global() Global {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.g, s.sendErrors
+	return s.g
 }
 
 // Pending returns how many chunks of a job are incomplete and how many results are kept.

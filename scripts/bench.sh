@@ -22,7 +22,7 @@ if [ "$(id -u)" != 0 ]; then
 else
   run() { # $1 = on|off
     "$BUILD/bin/ina-demo" -bin "$BUILD/bin" -dir "$out/$1" -prefix inab -switch ref -job "1:$N:1:$1" \
-      -slots 64 -window 64 -size "$SIZE" -iters "$ITERS" -compute 0 -rate "$RATE" -ecn-threshold 16 >"$out/$1.txt" 2>&1 || {
+      -active-slots 64 -window 64 -size "$SIZE" -iters "$ITERS" -compute 0 -rate "$RATE" -ecn-threshold 16 >"$out/$1.txt" 2>&1 || {
       { echo "bench: the INA-$1 run failed:"; tail -5 "$out/$1.txt"; } >&2; return 1; }
     grep -o 'goodput_mbps=[0-9.]*' "$out/$1.txt" | head -1 | cut -d= -f2
   }

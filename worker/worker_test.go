@@ -93,7 +93,9 @@ func TestAllReduceThroughPS(t *testing.T) {
 func TestNoProgressIsAClearError(t *testing.T) {
 	a, _ := transport.Pipe(16) // nobody answers
 	cfg := config(0, 2)
-	cfg.ProgressTimeout = 100 * time.Millisecond
+	// Timers far apart, so the retransmission checked below happens long before the give-up
+	// however the goroutines are scheduled.
+	cfg.RTO, cfg.MinRTO, cfg.ProgressTimeout = time.Millisecond, time.Millisecond, 500*time.Millisecond
 	w, err := worker.New(cfg, a)
 	if err != nil {
 		t.Fatal(err)

@@ -64,7 +64,7 @@ func main() {
 	flag.IntVar(&d.size, "size", 16384, "tensor size in values (64 per packet)")
 	flag.IntVar(&d.iters, "iters", 20, "iterations per worker")
 	flag.DurationVar(&d.compute, "compute", 5*time.Millisecond, "simulated compute per iteration")
-	flag.IntVar(&d.activeSlots, "slots", 16, "the switch's active_slots (small, so jobs contend)")
+	flag.IntVar(&d.activeSlots, "active-slots", 16, "the switch's active_slots (small, so jobs contend)")
 	flag.IntVar(&d.window, "window", 12, "slots per job (overlapping when the jobs' windows exceed slots/jobs)")
 	flag.IntVar(&d.ecnThreshold, "ecn-threshold", wire.MaxECNThreshold, "egress queue depth that marks ECN (the default never marks)")
 	flag.BoolVar(&d.preempt, "preempt", true, "higher-priority jobs preempt slots (ESA)")
@@ -114,7 +114,7 @@ func main() {
 func (d *demo) check() error {
 	switch {
 	case d.activeSlots < 1 || d.activeSlots > wire.NumSlots:
-		return fmt.Errorf("-slots %d: want 1..%d", d.activeSlots, wire.NumSlots)
+		return fmt.Errorf("-active-slots %d: want 1..%d", d.activeSlots, wire.NumSlots)
 	case d.window < 1 || d.size < 1 || d.iters < 1:
 		return fmt.Errorf("-window %d, -size %d, -iters %d: each must be at least 1", d.window, d.size, d.iters)
 	case d.dtype != "int32" && d.dtype != "float32":
@@ -143,7 +143,7 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.layout(); err != nil {
 		return err
 	}
-	fmt.Printf("demo: switch=%s jobs=%d slots=%d size=%d iters=%d logs=%s\n", d.target, len(d.jobs), d.activeSlots, d.size, d.iters, d.dir)
+	fmt.Printf("demo: switch=%s jobs=%d active_slots=%d size=%d iters=%d logs=%s\n", d.target, len(d.jobs), d.activeSlots, d.size, d.iters, d.dir)
 	cleanStale(d.prefix)
 	if err := d.makeHosts(); err != nil {
 		return err

@@ -49,6 +49,10 @@ func (d *demo) startController(ctx context.Context) error {
 	}
 }
 
+// snapshotWait bounds the wait for a counter snapshot newer than some moment. The controller polls
+// every 500 ms; the margin is for a machine busy with the switch and the agents.
+const snapshotWait = 20 * time.Second
+
 // workerResult is the parsed worker-summary line of one worker.
 type workerResult struct {
 	fields map[string]string
@@ -105,13 +109,19 @@ func (d *demo) runJobs(ctx context.Context) error {
 			wr := &workerResult{}
 			results[j.id] = append(results[j.id], wr)
 			victim := j.id == d.killJob && r == j.workers-1
+			// The killed job's peers must give up soon after their peer dies; every other worker
+			// gets a timeout that no scheduling delay on a busy machine reaches.
+			progress := "30s"
+			if j.id == d.killJob {
+				progress = "3s"
+			}
 			killNow := make(chan struct{})
 			var once sync.Once
 			argv := []string{"ip", "netns", "exec", h.name, filepath.Join(d.bin, "ina-worker"), "-iface", "eth0",
 				"-job", fmt.Sprint(j.id), "-rank", fmt.Sprint(r), "-workers", fmt.Sprint(j.workers),
 				"-priority", fmt.Sprint(j.priority), "-slot-base", fmt.Sprint(j.slotBase), "-window", fmt.Sprint(j.window),
 				"-size", fmt.Sprint(d.size), "-iters", fmt.Sprint(d.iters), "-compute", d.compute.String(),
-				"-seed", fmt.Sprint(d.seed), "-ip", h.ip, "-ps-ip", psIP, "-ps-mac", d.ps.mac, "-progress-timeout", "3s", "-dtype", d.dtype}
+				"-seed", fmt.Sprint(d.seed), "-ip", h.ip, "-ps-ip", psIP, "-ps-mac", d.ps.mac, "-progress-timeout", progress, "-dtype", d.dtype}
 			p, err := d.procs.start(fmt.Sprintf("worker-j%d-r%d", j.id, r), func(line string) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -180,11 +190,10 @@ func (d *demo) runJobs(ctx context.Context) error {
 	elapsed := finished.Sub(start)
 	// A snapshot taken after the last packet, so the counters are final.
 	var snap *cp.Snapshot
-	for i := 0; i < 40; i++ {
+	for deadline := time.Now().Add(snapshotWait); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if snap = d.snapshot(ctx, c); snap != nil && snap.Time.After(finished) {
 			break
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	removal := ""
 	if d.killJob != 0 {
@@ -207,7 +216,7 @@ func (d *demo) removeKilled(ctx context.Context, c *api.Client, snap *cp.Snapsho
 		return "", fmt.Errorf("controller: remove job %d: %w", d.killJob, err)
 	}
 	removed := time.Now()
-	for i := 0; i < 50; i++ {
+	for deadline := removed.Add(snapshotWait); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		s := d.snapshot(ctx, c)
 		if s != nil && s.Time.After(removed) {
 			if s.SlotsErr != "" {
@@ -218,7 +227,6 @@ func (d *demo) removeKilled(ctx context.Context, c *api.Client, snap *cp.Snapsho
 			}
 			return fmt.Sprintf("removed=yes slots_held_before=%d slots_held_after=0", before), nil
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	return "", fmt.Errorf("no counter snapshot after removing job %d", d.killJob)
 }

@@ -116,7 +116,7 @@ func report(srv *ps.Server, jobs jobFlags) {
 		pending, kept := srv.Pending(uint16(id))
 		fmt.Printf("ps: job=%d pending=%d kept=%d %v\n", id, pending, kept, c)
 	}
-	g, sendErr := srv.Global()
+	g := srv.Global()
 	fmt.Printf("ps: frames=%d not_ina=%d malformed=%d not_data=%d unknown_job=%d send_errors=%d\n",
-		g.Frames, g.NotINA, g.Malformed, g.NotData, g.UnknownJob, sendErr)
+		g.Frames, g.NotINA, g.Malformed, g.NotData, g.UnknownJob, g.SendErrors)
 }

@@ -77,6 +77,7 @@ type running struct {
 	finish  float64 // predicted completion time at the current rate
 	seq     int     // start order
 	local   bool    // one worker on the PS machine: no network, constant rate
+	traffic traffic // stream shape, for link utilisation
 	heapIdx int
 }
 
@@ -241,6 +242,7 @@ func (s *state) schedule() error {
 		s.seq++
 		s.usage.gpuBusy += float64(p.Job.GPUs)
 		if !r.local {
+			r.traffic = trafficOf(s.cfg.Cluster, &p)
 			s.net = append(s.net, r)
 			continue
 		}
@@ -259,7 +261,7 @@ func (s *state) refreshRates() {
 		r.rate, _ = s.est.Rate(r.job.ID)
 		r.predict(s.now)
 	}
-	s.usage.rates(s.cfg.Cluster, s.net)
+	s.usage.rates(s.net)
 }
 
 // predict sets the completion time from the iterations left at the current rate.

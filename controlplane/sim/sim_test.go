@@ -231,3 +231,15 @@ func TestQuantile(t *testing.T) {
 		t.Error("quantile")
 	}
 }
+
+// One job across two racks: its stream crosses both uplinks (1 GB/s each, saturated) and the
+// core (2 GB/s, half used) for the whole arrival window [0, 50].
+func TestLinkUtilisation(t *testing.T) {
+	c := testCluster(t, 2, 1, 1, 0)
+	res := run(t, c, firstFit{psAt: -1}, 1, job("a", 0, 2, 100), job("b", 50, 1, 1000))
+	checkTimes(t, res, map[string][2]float64{"a": {0, 100}, "b": {100, 101}})
+	s := res.Summary
+	if !near(s.UplinkUtil, 1) || !near(s.CoreUtil, 0.5) || !near(s.GPUUtil, 1) || s.MultiRackJobs != 1 {
+		t.Errorf("uplink %v core %v GPU %v multi-rack %d, want 1, 0.5, 1, 1", s.UplinkUtil, s.CoreUtil, s.GPUUtil, s.MultiRackJobs)
+	}
+}

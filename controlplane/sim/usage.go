@@ -54,54 +54,69 @@ func (u *usage) charge(dt float64) {
 }
 
 // rates recomputes the instantaneous link loads from the rates of the jobs that use the network.
-func (u *usage) rates(c *netpack.Cluster, rs []*running) {
+func (u *usage) rates(rs []*running) {
 	u.coreLoad, u.inaBps, u.gradBps = 0, 0, 0
 	clear(u.upLoad)
 	for _, r := range rs {
 		f := r.rate.FlowBps
 		u.inaBps += r.rate.INABps
-		p := &r.place
-		psRack := c.Machines[p.PS].Rack
-		// streams per rack, excluding a worker on the PS machine
-		var racks []int
-		var streams []int
-		for _, w := range p.Workers {
-			if w.Machine == p.PS {
-				continue
-			}
-			u.gradBps += f
-			rk := c.Machines[w.Machine].Rack
-			if n := len(racks); n > 0 && racks[n-1] == rk {
-				streams[n-1]++
-			} else {
-				racks = append(racks, rk)
-				streams = append(streams, 1)
-			}
+		u.gradBps += f * float64(r.traffic.streams)
+		agg := 0.0
+		if r.traffic.inaRacks > 0 {
+			agg = min(f, r.rate.INABps/float64(r.traffic.inaRacks))
 		}
-		nINA := 0
-		for i, rk := range racks {
-			if inaRack(c, p, rk, streams[i]) {
-				nINA++
+		for _, rs := range r.traffic.remote {
+			load := rs.n * f
+			if rs.ina {
+				load = agg + rs.n*(f-agg)
 			}
-		}
-		for i, rk := range racks {
-			if rk == psRack {
-				continue
-			}
-			s := float64(streams[i])
-			load := s * f
-			if inaRack(c, p, rk, streams[i]) && nINA > 0 {
-				agg := min(f, r.rate.INABps/float64(nINA))
-				load = agg + s*(f-agg)
-			}
-			u.upLoad[rk] += load
-			u.upLoad[psRack] += load
+			u.upLoad[rs.rack] += load
+			u.upLoad[r.traffic.psRack] += load
 			u.coreLoad += load
 		}
 	}
 }
 
-// inaRack mirrors netpack's rule for where a ToR aggregates a job's streams.
-func inaRack(c *netpack.Cluster, p *netpack.Placement, rack, streams int) bool {
-	return p.INA && streams >= 2 && streams <= wire.MaxWorkers && c.Racks[rack].INAMemoryBytes > 0
+// traffic is the shape of a placement's gradient streams, computed once when the job starts.
+type traffic struct {
+	streams  int // worker machines other than the PS machine
+	inaRacks int // racks whose ToR aggregates the job's streams
+	psRack   int
+	remote   []rackStreams // racks other than the PS rack, with their stream counts
+}
+
+type rackStreams struct {
+	rack int
+	n    float64
+	ina  bool
+}
+
+// trafficOf mirrors netpack's traffic model: one stream per worker machine other than the PS
+// machine; a ToR aggregates a job's streams when INA is on, it has INA memory and it sees
+// between 2 and wire.MaxWorkers of them.
+func trafficOf(c *netpack.Cluster, p *netpack.Placement) traffic {
+	t := traffic{psRack: c.Machines[p.PS].Rack}
+	var per []rackStreams
+	for _, w := range p.Workers {
+		if w.Machine == p.PS {
+			continue
+		}
+		t.streams++
+		rk := c.Machines[w.Machine].Rack
+		if n := len(per); n > 0 && per[n-1].rack == rk {
+			per[n-1].n++
+		} else {
+			per = append(per, rackStreams{rack: rk, n: 1})
+		}
+	}
+	for _, rs := range per {
+		rs.ina = p.INA && rs.n >= 2 && rs.n <= wire.MaxWorkers && c.Racks[rs.rack].INAMemoryBytes > 0
+		if rs.ina {
+			t.inaRacks++
+		}
+		if rs.rack != t.psRack {
+			t.remote = append(t.remote, rs)
+		}
+	}
+	return t
 }

@@ -1,34 +1,57 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
-// binDir is where make build puts the commands (BUILD/bin, BUILD defaulting to build).
+var (
+	buildOnce sync.Once
+	builtDir  string
+	buildErr  error
+)
+
+// binDir is the directory of the commands the namespace tests run: those of this tree, built once
+// per test run, so the tests never run a stale build/bin.
 func binDir(t *testing.T) string {
 	t.Helper()
-	build := os.Getenv("BUILD")
-	if build == "" {
-		build = "build"
+	buildOnce.Do(func() {
+		builtDir, buildErr = os.MkdirTemp("", "ina-e2e-bin-")
+		if buildErr != nil {
+			return
+		}
+		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", builtDir,
+			"./cmd/ina-demo", "./cmd/refswitch", "./cmd/inactl", "./cmd/ina-ps", "./cmd/ina-worker")
+		cmd.Dir = filepath.Join("..", "..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v: %s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
 	}
-	if !filepath.IsAbs(build) {
-		build = filepath.Join("..", "..", build)
-	}
-	dir, err := filepath.Abs(filepath.Join(build, "bin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return builtDir
 }
 
-// demoRun runs cmd/ina-demo (namespaces prefixed "ag") and returns its output; it skips when the
-// machine lacks what the run needs.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtDir != "" {
+		os.RemoveAll(builtDir)
+	}
+	os.Exit(code)
+}
+
+// demoRun runs cmd/ina-demo and returns its output; it skips when the machine lacks what the run
+// needs. Its namespaces and links are prefixed "ag" and this process's id: ina-demo removes
+// leftovers of its own prefix first, which must not be a concurrent run's live links.
 func demoRun(t *testing.T, args ...string) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -38,12 +61,7 @@ func demoRun(t *testing.T, args ...string) string {
 		t.Skip("SKIP: iproute2 (ip) not on PATH")
 	}
 	bin := binDir(t)
-	for _, b := range []string{"ina-demo", "refswitch", "inactl", "ina-ps", "ina-worker"} {
-		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
-			t.Skipf("SKIP: %s not built (run make build)", filepath.Join(bin, b))
-		}
-	}
-	cmd := exec.Command(filepath.Join(bin, "ina-demo"), append([]string{"-bin", bin, "-dir", t.TempDir(), "-prefix", "ag"}, args...)...)
+	cmd := exec.Command(filepath.Join(bin, "ina-demo"), append([]string{"-bin", bin, "-dir", t.TempDir(), "-prefix", fmt.Sprintf("ag%d", os.Getpid()%10000)}, args...)...)
 	cmd.Dir = filepath.Join("..", "..")
 	out, err := cmd.CombinedOutput()
 	t.Logf("ina-demo %s:\n%s", strings.Join(args, " "), out)
@@ -71,7 +89,7 @@ func summed(out, field string) int {
 // with its slots; the others' results are exact (ina-demo checks every value).
 func TestNetnsRefSwitch(t *testing.T) {
 	out := demoRun(t, "-switch", "ref", "-job", "1:2:1", "-job", "2:3:5", "-job", "3:2:3", "-kill", "3:2",
-		"-slots", "12", "-window", "8", "-size", "4096", "-iters", "6", "-loss", "0.01", "-dup", "0.01", "-reorder", "0.01")
+		"-active-slots", "12", "-window", "8", "-size", "4096", "-iters", "6", "-loss", "0.01", "-dup", "0.01", "-reorder", "0.01")
 	if summed(out, "switch_completed") == 0 || summed(out, "switch_collision")+summed(out, "switch_preempted") == 0 {
 		t.Error("the switch aggregated nothing, or the jobs never contended")
 	}
@@ -94,7 +112,7 @@ func TestNetnsBMv2(t *testing.T) {
 	if json == "" {
 		t.Skip("SKIP: no compiled P4 program (build/p4/ina.json; run make p4)")
 	}
-	out := demoRun(t, "-switch", "bmv2", "-bmv2-json", json, "-job", "1:2:1", "-job", "2:2:5", "-slots", "12", "-window", "8",
+	out := demoRun(t, "-switch", "bmv2", "-bmv2-json", json, "-job", "1:2:1", "-job", "2:2:5", "-active-slots", "12", "-window", "8",
 		"-size", "2048", "-iters", "4")
 	if summed(out, "switch_completed") == 0 {
 		t.Error("BMv2 aggregated nothing")

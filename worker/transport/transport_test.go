@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
@@ -52,22 +53,24 @@ func TestPacket(t *testing.T) {
 		t.Skip("SKIP: iproute2 (ip) not on PATH")
 	}
 	run := func(args ...string) error { return exec.Command("ip", args...).Run() }
-	_ = run("link", "del", "agtp0")
-	if err := run("link", "add", "agtp0", "type", "veth", "peer", "name", "agtp1"); err != nil {
+	// Named after this process, so concurrent runs on one machine do not delete each other's pair.
+	l0, l1 := fmt.Sprintf("agtp0-%d", os.Getpid()%100000), fmt.Sprintf("agtp1-%d", os.Getpid()%100000)
+	_ = run("link", "del", l0)
+	if err := run("link", "add", l0, "type", "veth", "peer", "name", l1); err != nil {
 		t.Skipf("SKIP: cannot create a veth pair: %v", err)
 	}
-	t.Cleanup(func() { _ = run("link", "del", "agtp0") })
-	for _, l := range []string{"agtp0", "agtp1"} {
+	t.Cleanup(func() { _ = run("link", "del", l0) })
+	for _, l := range []string{l0, l1} {
 		if err := run("link", "set", l, "up"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	a, err := OpenPacket("agtp0")
+	a, err := OpenPacket(l0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := OpenPacket("agtp1")
+	b, err := OpenPacket(l1)
 	if err != nil {
 		t.Fatal(err)
 	}

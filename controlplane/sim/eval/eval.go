@@ -262,7 +262,7 @@ func (rep *Report) plots() error {
 		if l == Constrained {
 			tag = "constrained"
 		}
-		cdf, err := plot.CDF("JCT CDF, "+rep.Cfg.TraceName+", "+l.Name, "JCT (hours, log scale)", series)
+		cdf, err := plot.CDF("JCT CDF, "+filepath.Base(rep.Cfg.TraceName)+", "+l.Name, "JCT (hours, log scale)", series)
 		if err != nil {
 			return err
 		}

@@ -34,8 +34,10 @@ func CDF(title, xlabel string, series []Series) (*plot.Plot, error) {
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.Y.Min, p.Y.Max = 0, 1
+	// Bottom left: CDF curves are low there only where few jobs lie.
 	p.Legend.Top = false
-	p.Legend.Left = false
+	p.Legend.Left = true
+	p.Legend.XOffs = vg.Points(8)
 	p.Add(plotter.NewGrid())
 	for i, s := range series {
 		xs := slices.Clone(s.Values)
@@ -114,6 +116,8 @@ func Lines(title, xlabel, ylabel string, xs []float64, series []Series, logX boo
 		p.Legend.Add(s.Name, l, sc)
 	}
 	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Legend.XOffs = vg.Points(8)
 	return p, nil
 }
 
