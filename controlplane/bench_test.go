@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+
+	"github.com/inapack/inapack/refswitch/refswitchtest"
 )
 
 // benchEntries builds n distinct ina_job worker entries (jobs 1.., ports 0..31).
@@ -32,8 +34,8 @@ func BenchmarkInstall(b *testing.B) {
 	const n = 1024
 	for _, batch := range []int{1, 64, DefaultBatchSize} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
-			ref := startRef(b, "127.0.0.1:0")
-			c := newController(b, testConfig(b, "switches: [{name: s1, address: x, device_id: 1, target: ref}]", ref.addr))
+			ref := refswitchtest.Serve(b, "127.0.0.1:0")
+			c := newController(b, testConfig(b, "switches: [{name: s1, address: x, device_id: 1, target: ref}]", ref.Addr))
 			if err := c.Apply(ctx(b)); err != nil {
 				b.Fatal(err)
 			}
@@ -67,8 +69,8 @@ func BenchmarkReconcileFromEmpty(b *testing.B) {
 			"members: [{port: 1, worker_bit: 0}, {port: 2, worker_bit: 1}, {port: 3, worker_bit: 2}, {port: 4, worker_bit: 3}], "+
 			"result: {port: 9, multicast_group: %d}}]}\n", j, j)
 	}
-	ref := startRef(b, "127.0.0.1:0")
-	c := newController(b, testConfig(b, sbuf.String(), ref.addr))
+	ref := refswitchtest.Serve(b, "127.0.0.1:0")
+	c := newController(b, testConfig(b, sbuf.String(), ref.Addr))
 	if err := c.Apply(ctx(b)); err != nil {
 		b.Fatal(err)
 	}
@@ -76,7 +78,7 @@ func BenchmarkReconcileFromEmpty(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		ref.sw.Reset()
+		ref.Switch.Reset()
 		b.StartTimer()
 		d, err := c.Reconcile(ctx(b), "s1")
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/inapack/inapack/p4src/model"
+	"github.com/inapack/inapack/refswitch/refswitchtest"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 )
 
@@ -61,17 +62,17 @@ func checkJob5(t *testing.T, sw *model.Switch) {
 }
 
 func TestApplyInstallsAndIsIdempotent(t *testing.T) {
-	ref := startRef(t, "127.0.0.1:0")
-	c := newController(t, testConfig(t, refConfig, ref.addr))
+	ref := refswitchtest.Serve(t, "127.0.0.1:0")
+	c := newController(t, testConfig(t, refConfig, ref.Addr))
 	if err := c.Apply(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	checkJob5(t, ref.sw)
-	st := ref.sw.Settings()
+	checkJob5(t, ref.Switch)
+	st := ref.Switch.Settings()
 	if st.Preempt || !st.ReleaseOnResult || st.ECNThreshold != 100 || st.ActiveSlots != 64 {
 		t.Fatalf("settings = %+v", st)
 	}
-	if r := ref.sw.Routes(); len(r) != 1 || r[0].Port != 1 {
+	if r := ref.Switch.Routes(); len(r) != 1 || r[0].Port != 1 {
 		t.Fatalf("routes = %+v", r)
 	}
 	d, err := c.Reconcile(ctx(t), "s1")
@@ -82,8 +83,8 @@ func TestApplyInstallsAndIsIdempotent(t *testing.T) {
 		t.Fatalf("second reconcile wrote %v", d)
 	}
 	// Drift: an entry someone else added is deleted, one someone deleted is restored.
-	ref.sw.DeletePS(5)
-	ref.sw.SetPS(9, model.PSEntry{Port: 7})
+	ref.Switch.DeletePS(5)
+	ref.Switch.SetPS(9, model.PSEntry{Port: 7})
 	d, err = c.Reconcile(ctx(t), "s1")
 	if err != nil {
 		t.Fatal(err)
@@ -91,22 +92,22 @@ func TestApplyInstallsAndIsIdempotent(t *testing.T) {
 	if len(d.Insert) != 1 || len(d.Delete) != 1 {
 		t.Fatalf("drift diff = %v", d)
 	}
-	if _, ok := ref.sw.PS(9); ok {
+	if _, ok := ref.Switch.PS(9); ok {
 		t.Fatal("foreign ina_ps entry not deleted")
 	}
-	checkJob5(t, ref.sw)
+	checkJob5(t, ref.Switch)
 }
 
 func TestJobLifecycle(t *testing.T) {
-	ref := startRef(t, "127.0.0.1:0")
-	c := newController(t, testConfig(t, refConfig, ref.addr))
+	ref := refswitchtest.Serve(t, "127.0.0.1:0")
+	c := newController(t, testConfig(t, refConfig, ref.Addr))
 	if err := c.Apply(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.AddJob(ctx(t), job6()); err != nil {
 		t.Fatal(err)
 	}
-	if e, ok := ref.sw.Job(model.JobKey{Job: 6, Port: 1}); !ok || e.PriorityCap != 9 {
+	if e, ok := ref.Switch.Job(model.JobKey{Job: 6, Port: 1}); !ok || e.PriorityCap != 9 {
 		t.Fatalf("job 6 not installed: %+v %v", e, ok)
 	}
 	if err := c.AddJob(ctx(t), job6()); !errors.Is(err, ErrJobExists) {
@@ -123,43 +124,43 @@ func TestJobLifecycle(t *testing.T) {
 	if err := c.UpdateJob(ctx(t), 6, &three, &off); err != nil {
 		t.Fatal(err)
 	}
-	if e, _ := ref.sw.Job(model.JobKey{Job: 6, Port: 2}); e.PriorityCap != 3 || e.INAEnabled {
+	if e, _ := ref.Switch.Job(model.JobKey{Job: 6, Port: 2}); e.PriorityCap != 3 || e.INAEnabled {
 		t.Fatalf("job 6 after update: %+v", e)
 	}
-	checkJob5(t, ref.sw)
+	checkJob5(t, ref.Switch)
 
 	// Slots 0..3 held by job 5, 10..12 by job 6, slot 20 was job 6's but is free.
 	for i := 0; i < 4; i++ {
-		ref.sw.SetSlot(i, model.Slot{Job: 5, Seq: 1, Count: 1, Bitmap: 1})
+		ref.Switch.SetSlot(i, model.Slot{Job: 5, Seq: 1, Count: 1, Bitmap: 1})
 	}
 	for i := 10; i < 13; i++ {
-		ref.sw.SetSlot(i, model.Slot{Job: 6, Seq: 2, Count: 1, Bitmap: 2, Priority: 3})
+		ref.Switch.SetSlot(i, model.Slot{Job: 6, Seq: 2, Count: 1, Bitmap: 2, Priority: 3})
 	}
 	if err := c.RemoveJob(ctx(t), 6); err != nil {
 		t.Fatal(err)
 	}
-	for k := range ref.sw.Jobs() {
+	for k := range ref.Switch.Jobs() {
 		if k.Job == 6 {
 			t.Fatalf("job 6 entry %+v left", k)
 		}
 	}
-	if _, ok := ref.sw.PS(6); ok {
+	if _, ok := ref.Switch.PS(6); ok {
 		t.Fatal("job 6 ina_ps left")
 	}
-	if _, ok := ref.sw.McastGroups()[6]; ok {
+	if _, ok := ref.Switch.McastGroups()[6]; ok {
 		t.Fatal("job 6 group left")
 	}
 	for i := 10; i < 13; i++ {
-		if s := ref.sw.Slot(i); s.Count != 0 || s.Job != 0 {
+		if s := ref.Switch.Slot(i); s.Count != 0 || s.Job != 0 {
 			t.Fatalf("slot %d of removed job 6 not cleared: %+v", i, s)
 		}
 	}
 	for i := 0; i < 4; i++ {
-		if s := ref.sw.Slot(i); s.Count != 1 || s.Job != 5 {
+		if s := ref.Switch.Slot(i); s.Count != 1 || s.Job != 5 {
 			t.Fatalf("slot %d of job 5 touched: %+v", i, s)
 		}
 	}
-	checkJob5(t, ref.sw)
+	checkJob5(t, ref.Switch)
 	if err := c.RemoveJob(ctx(t), 6); !errors.Is(err, ErrUnknownJob) {
 		t.Fatalf("second remove: %v", err)
 	}
@@ -169,14 +170,14 @@ func TestJobLifecycle(t *testing.T) {
 }
 
 func TestPollCountersAndSlots(t *testing.T) {
-	ref := startRef(t, "127.0.0.1:0")
-	c := newController(t, testConfig(t, refConfig, ref.addr))
+	ref := refswitchtest.Serve(t, "127.0.0.1:0")
+	c := newController(t, testConfig(t, refConfig, ref.Addr))
 	if err := c.Apply(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	ref.sw.SetSlot(7, model.Slot{Job: 5, Seq: 1, Count: 1, Bitmap: 1})
+	ref.Switch.SetSlot(7, model.Slot{Job: 5, Seq: 1, Count: 1, Bitmap: 1})
 	// An INA packet for a job the switch does not know counts drop_unknown_job globally.
-	ref.sw.Process(1, make([]byte, 314))
+	ref.Switch.Process(1, make([]byte, 314))
 	snap, err := c.Poll(ctx(t), "s1")
 	if err != nil {
 		t.Fatal(err)
@@ -213,13 +214,13 @@ func TestUnreachableSwitch(t *testing.T) {
 }
 
 func TestLowerElectionIDIsNotPrimary(t *testing.T) {
-	ref := startRef(t, "127.0.0.1:0")
-	hi := testConfig(t, refConfig, ref.addr)
+	ref := refswitchtest.Serve(t, "127.0.0.1:0")
+	hi := testConfig(t, refConfig, ref.Addr)
 	hi.Switches[0].ElectionID = 10
 	if err := newController(t, hi).Apply(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	lo := testConfig(t, refConfig, ref.addr)
+	lo := testConfig(t, refConfig, ref.Addr)
 	lo.Switches[0].ElectionID = 5
 	err := newController(t, lo).Apply(ctx(t))
 	if err == nil || !strings.Contains(err.Error(), "not primary") {
@@ -228,8 +229,8 @@ func TestLowerElectionIDIsNotPrimary(t *testing.T) {
 }
 
 func TestWriteErrorNamesTable(t *testing.T) {
-	ref := startRef(t, "127.0.0.1:0")
-	c := newController(t, testConfig(t, refConfig, ref.addr))
+	ref := refswitchtest.Serve(t, "127.0.0.1:0")
+	c := newController(t, testConfig(t, refConfig, ref.Addr))
 	if err := c.Apply(ctx(t)); err != nil {
 		t.Fatal(err)
 	}

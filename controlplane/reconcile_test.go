@@ -12,6 +12,7 @@ import (
 	"github.com/inapack/inapack/p4src"
 	"github.com/inapack/inapack/p4src/model"
 	"github.com/inapack/inapack/refswitch"
+	"github.com/inapack/inapack/refswitch/refswitchtest"
 	"google.golang.org/grpc"
 )
 
@@ -36,8 +37,8 @@ func installed(sw *model.Switch) bool {
 // TestRestoresRestartedSwitch stops the switch server and starts an empty one on the same
 // address; the running controller must re-push the pipeline and reinstall the state by itself.
 func TestRestoresRestartedSwitch(t *testing.T) {
-	ref := startRef(t, "127.0.0.1:0")
-	cfg := testConfig(t, refConfig, ref.addr)
+	ref := refswitchtest.Serve(t, "127.0.0.1:0")
+	cfg := testConfig(t, refConfig, ref.Addr)
 	cfg.Controller.MaxBackoff = Duration(200 * time.Millisecond)
 	c := newController(t, cfg)
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -45,16 +46,16 @@ func TestRestoresRestartedSwitch(t *testing.T) {
 	go func() { c.Run(runCtx); close(done) }()
 	defer func() { cancel(); <-done }()
 
-	waitFor(t, "first install", func() bool { return installed(ref.sw) })
-	ref.srv.Stop()
+	waitFor(t, "first install", func() bool { return installed(ref.Switch) })
+	ref.Stop()
 	waitFor(t, "controller to notice", func() bool { return !c.Status()[0].Connected })
 
-	again := startRef(t, ref.addr)
-	if installed(again.sw) {
+	again := refswitchtest.Serve(t, ref.Addr)
+	if installed(again.Switch) {
 		t.Fatal("new switch is not empty")
 	}
-	waitFor(t, "reinstall on the restarted switch", func() bool { return installed(again.sw) })
-	checkJob5(t, again.sw)
+	waitFor(t, "reinstall on the restarted switch", func() bool { return installed(again.Switch) })
+	checkJob5(t, again.Switch)
 	st := c.Status()[0]
 	if st.Connects < 2 || st.PipelinePushes < 2 {
 		t.Fatalf("status after restart: %+v", st)
@@ -117,10 +118,10 @@ func TestRemovalWhileUnreachable(t *testing.T) {
 // TestStateFileKeepsAPIJobs restarts the controller: jobs added and removed through the API must
 // survive, where the config's jobs list alone would undo them.
 func TestStateFileKeepsAPIJobs(t *testing.T) {
-	ref := startRef(t, "127.0.0.1:0")
+	ref := refswitchtest.Serve(t, "127.0.0.1:0")
 	state := filepath.Join(t.TempDir(), "jobs.json")
 	mk := func() *Controller {
-		cfg := testConfig(t, refConfig, ref.addr)
+		cfg := testConfig(t, refConfig, ref.Addr)
 		cfg.Controller.StateFile = state
 		return newController(t, cfg)
 	}
@@ -143,7 +144,7 @@ func TestStateFileKeepsAPIJobs(t *testing.T) {
 		t.Fatalf("jobs after restart: %+v", jobs)
 	}
 	os.WriteFile(state, []byte("[{\"id\": 6, \"switches\": [{\"switch\": \"nope\"}]}]"), 0o644)
-	cfg := testConfig(t, refConfig, ref.addr)
+	cfg := testConfig(t, refConfig, ref.Addr)
 	cfg.Controller.StateFile = state
 	if _, err := New(cfg, Options{DefaultP4Info: p4src.P4Info, Logger: quietLog()}); err == nil || !strings.Contains(err.Error(), "state file") {
 		t.Fatalf("bad state file: %v", err)

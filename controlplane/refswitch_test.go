@@ -4,43 +4,11 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/inapack/inapack/p4src"
-	"github.com/inapack/inapack/p4src/model"
-	"github.com/inapack/inapack/refswitch"
-	"google.golang.org/grpc"
 )
-
-// refSwitch is an in-process reference switch serving P4Runtime on a loopback port.
-type refSwitch struct {
-	sw   *model.Switch
-	srv  *grpc.Server
-	addr string
-}
-
-// startRef serves a fresh reference switch on addr ("127.0.0.1:0" picks a free port).
-func startRef(t testing.TB, addr string) *refSwitch {
-	t.Helper()
-	var lis net.Listener
-	var err error
-	// The old server's port can take a moment to be free again after Stop.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if lis, err = net.Listen("tcp", addr); err == nil || time.Now().After(deadline) {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &refSwitch{sw: model.New(), srv: grpc.NewServer(), addr: lis.Addr().String()}
-	refswitch.NewP4RuntimeServer(r.sw, refswitch.WithDeviceID(1), refswitch.WithLogger(quietLog())).Register(r.srv)
-	go r.srv.Serve(lis)
-	t.Cleanup(r.srv.Stop)
-	return r
-}
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 

@@ -11,8 +11,8 @@ import (
 
 // Limits from the P4 program's field widths (docs/protocol.md).
 const (
-	maxPort      = 511 // bit<9>
-	maxFanIn     = 255 // bit<8>
+	maxPort      = 511             // bit<9>
+	maxFanIn     = wire.MaxWorkers // one member per worker bit (the field is bit<8>)
 	maxPriority  = 255
 	maxMcastID   = 0xFFFF
 	maxJobID     = wire.MaxJobs - 1

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -16,8 +15,7 @@ import (
 
 	cp "github.com/inapack/inapack/controlplane"
 	"github.com/inapack/inapack/p4src/model"
-	"github.com/inapack/inapack/refswitch"
-	"google.golang.org/grpc"
+	"github.com/inapack/inapack/refswitch/refswitchtest"
 )
 
 func TestValidateExamples(t *testing.T) {
@@ -107,15 +105,8 @@ func TestRunCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("SKIP: -short")
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sw := model.New()
-	g := grpc.NewServer()
-	refswitch.NewP4RuntimeServer(sw, refswitch.WithDeviceID(1), refswitch.WithLogger(slog.New(slog.DiscardHandler))).Register(g)
-	go g.Serve(lis)
-	defer g.Stop()
+	ref := refswitchtest.Serve(t, "127.0.0.1:0")
+	sw := ref.Switch
 
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "inactl")
@@ -123,7 +114,7 @@ func TestRunCommand(t *testing.T) {
 		t.Fatalf("go build: %v: %s", err, out)
 	}
 	apiAddr, metricsAddr := freeAddr(t), freeAddr(t)
-	cfg := strings.NewReplacer("API", apiAddr, "METRICS", metricsAddr, "SWITCH", lis.Addr().String()).Replace(runConfig)
+	cfg := strings.NewReplacer("API", apiAddr, "METRICS", metricsAddr, "SWITCH", ref.Addr).Replace(runConfig)
 	cfgPath, jobPath := filepath.Join(dir, "c.yaml"), filepath.Join(dir, "job.yaml")
 	os.WriteFile(cfgPath, []byte(cfg), 0o644)
 	os.WriteFile(jobPath, []byte(addJob), 0o644)

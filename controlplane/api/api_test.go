@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,8 +13,7 @@ import (
 	cp "github.com/inapack/inapack/controlplane"
 	"github.com/inapack/inapack/p4src"
 	"github.com/inapack/inapack/p4src/model"
-	"github.com/inapack/inapack/refswitch"
-	"google.golang.org/grpc"
+	"github.com/inapack/inapack/refswitch/refswitchtest"
 )
 
 const config = `
@@ -44,17 +42,10 @@ switches:
 
 func setup(t *testing.T, token string) (*model.Switch, *Client) {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sw := model.New()
+	ref := refswitchtest.Serve(t, "127.0.0.1:0")
+	sw := ref.Switch
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	g := grpc.NewServer()
-	refswitch.NewP4RuntimeServer(sw, refswitch.WithDeviceID(1), refswitch.WithLogger(quiet)).Register(g)
-	go g.Serve(lis)
-	t.Cleanup(g.Stop)
-	cfg, err := cp.ParseConfig([]byte(strings.Replace(config, "ADDR", lis.Addr().String(), 1)), "t.yaml")
+	cfg, err := cp.ParseConfig([]byte(strings.Replace(config, "ADDR", ref.Addr, 1)), "t.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
