@@ -26,28 +26,35 @@ func benchWorkload(b *testing.B, tr *trace.Trace, racks, perRack int) *Workload 
 	return w
 }
 
-// BenchmarkScale shows how one NetPack run grows with jobs and machines (synthetic load 0.8).
-// Reported: ns per job simulated.
+// BenchmarkScale shows how a run grows with jobs and machines (synthetic load 0.8), for NetPack
+// (consolidating: small network components) and GPU-balance (spreading: the estimator's
+// components span the cluster). Reported: ns per job simulated.
 func BenchmarkScale(b *testing.B) {
-	for _, machines := range []int{160, 640, 2560} {
-		for _, jobs := range []int{500, 2000} {
-			b.Run(fmt.Sprintf("machines=%d/jobs=%d", machines, jobs), func(b *testing.B) {
-				racks := machines / 20
-				tr, err := trace.Synthetic(trace.SynthConfig{Jobs: jobs, TotalGPUs: machines * 8, Load: 0.8, MaxGPUs: machines * 8}, 1)
-				if err != nil {
-					b.Fatal(err)
-				}
-				w := benchWorkload(b, tr, racks, 20)
-				b.ResetTimer()
-				for range b.N {
-					if _, err := w.Run("netpack", nil); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*jobs), "ns/job")
-			})
+	for _, pol := range []string{"netpack", "gpu-balance"} {
+		for _, machines := range []int{160, 640, 2560} {
+			for _, jobs := range []int{500, 2000} {
+				benchScale(b, pol, machines, jobs)
+			}
 		}
 	}
+}
+
+func benchScale(b *testing.B, pol string, machines, jobs int) {
+	b.Run(fmt.Sprintf("%s/machines=%d/jobs=%d", pol, machines, jobs), func(b *testing.B) {
+		racks := machines / 20
+		tr, err := trace.Synthetic(trace.SynthConfig{Jobs: jobs, TotalGPUs: machines * 8, Load: 0.8, MaxGPUs: machines * 8}, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		w := benchWorkload(b, tr, racks, 20)
+		b.ResetTimer()
+		for range b.N {
+			if _, err := w.Run(pol, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*jobs), "ns/job")
+	})
 }
 
 // BenchmarkWeekAllPolicies runs every policy on the ITP week (../shared/traces beside the

@@ -34,8 +34,8 @@ func CDF(title, xlabel string, series []Series) (*plot.Plot, error) {
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.Y.Min, p.Y.Max = 0, 1
-	// Bottom left: CDF curves are low there only where few jobs lie.
-	p.Legend.Top = false
+	// Top left: a CDF reaches there only if most jobs finish within the first decade.
+	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Legend.XOffs = vg.Points(8)
 	p.Add(plotter.NewGrid())
