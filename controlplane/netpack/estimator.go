@@ -20,6 +20,10 @@ type Estimator struct {
 	jobs   map[string]*ejob
 	full   bool // re-fill everything on every change (reference behaviour for tests)
 
+	sharing Sharing // how a saturated ToR's INA capacity is divided (Joint mode)
+	pinned  bool    // fill keeps the jobs' INA shares (priority allotment in progress)
+	nextSeq uint64  // add order, for a reproducible full re-fill
+
 	// scratch reused across fills
 	slope   []float64
 	touched []int32
@@ -38,6 +42,8 @@ type ejob struct {
 	uses       []use
 	inaRacks   []int
 	shares     []float64 // INA share per INA rack, +Inf while unsaturated
+	crossed    []bool    // during a fill: the flow has reached shares[i] (slopes use kF)
+	seq        uint64    // add order
 	f          float64
 	bottleneck int32 // resource index, -1 compute, -2 local (no network)
 	active     bool
@@ -50,11 +56,19 @@ const (
 	satEps    = 1e-9 // relative: a resource is saturated when load >= cap*(1-satEps)
 )
 
-// NewEstimator is an estimator for cluster c (which must pass Cluster.Validate) with no jobs.
-func NewEstimator(c *Cluster, mode Mode) *Estimator {
+// NewEstimator is an estimator for cluster c (which must pass Cluster.Validate) with no jobs,
+// sharing saturated INA capacity max-min fairly (FairShare).
+func NewEstimator(c *Cluster, mode Mode) *Estimator { return NewEstimatorSharing(c, mode, FairShare) }
+
+// NewEstimatorSharing is NewEstimator with a choice of how a saturated ToR's INA capacity is
+// shared (PriorityShare models ESA's preemption; Separate mode ignores it).
+func NewEstimatorSharing(c *Cluster, mode Mode, sharing Sharing) *Estimator {
 	x := resIndex{machines: len(c.Machines), racks: len(c.Racks)}
 	n := x.count()
-	e := &Estimator{c: c, mode: mode, x: x, cap: make([]float64, n), load: make([]float64, n),
+	if mode == Separate {
+		sharing = FairShare
+	}
+	e := &Estimator{c: c, mode: mode, sharing: sharing, x: x, cap: make([]float64, n), load: make([]float64, n),
 		users: make([][]*ejob, n), jobs: map[string]*ejob{}, slope: make([]float64, n), base: make([]float64, n),
 		mark: make([]uint32, n), inS: make([]uint32, n)}
 	for i, m := range c.Machines {
@@ -72,7 +86,12 @@ func NewEstimator(c *Cluster, mode Mode) *Estimator {
 // Estimate is the steady state of running (one-shot form of Estimator); the result is parallel
 // to running. Placements that fail validation get a zero rate with Bottleneck "invalid: ...".
 func Estimate(c *Cluster, running []Placement, mode Mode) []JobRate {
-	e := NewEstimator(c, mode)
+	return EstimateSharing(c, running, mode, FairShare)
+}
+
+// EstimateSharing is Estimate with a choice of INA sharing (see NewEstimatorSharing).
+func EstimateSharing(c *Cluster, running []Placement, mode Mode, sharing Sharing) []JobRate {
+	e := NewEstimatorSharing(c, mode, sharing)
 	e.full = true
 	out := make([]JobRate, len(running))
 	errs := make([]error, len(running))
@@ -106,12 +125,15 @@ func (e *Estimator) add(p Placement, refill bool) error {
 	j := &ejob{p: p, demand: p.Job.Model.GradientBytes / p.Job.Model.ComputeSec}
 	j.uses, j.inaRacks = buildUses(e.c, e.x, &j.p)
 	j.shares = make([]float64, len(j.inaRacks))
+	j.crossed = make([]bool, len(j.inaRacks))
+	j.seq = e.nextSeq
+	e.nextSeq++
 	e.jobs[p.Job.ID] = j
 	e.eachRes(j, func(r int32) { e.users[r] = append(e.users[r], j) })
 	if !refill {
 		return nil
 	}
-	if e.full || e.mode == Separate {
+	if e.wholeCluster() {
 		e.refillAll()
 		return nil
 	}
@@ -139,12 +161,18 @@ func (e *Estimator) Remove(jobID string) bool {
 		e.users[r] = slices.DeleteFunc(e.users[r], func(k *ejob) bool { return k == j })
 	}
 	delete(e.jobs, jobID)
-	if e.full || e.mode == Separate {
+	if e.wholeCluster() {
 		e.refillAll()
 		return true
 	}
 	e.refillFrom(nil, sat)
 	return true
+}
+
+// wholeCluster reports whether every change re-fills the whole cluster: for tests, in Separate
+// mode, and with priority sharing (whose allotment is a fixed point over all jobs; see priority.go).
+func (e *Estimator) wholeCluster() bool {
+	return e.full || e.mode == Separate || e.sharing == PriorityShare
 }
 
 // Rate is the steady state of a job in the estimator.

@@ -1,13 +1,19 @@
 package netpack
 
-import "math"
+import (
+	"cmp"
+	"math"
+	"slices"
+)
 
 // fill water-fills the jobs in comp against the load already on each resource (e.load must not
 // include comp's contributions): every active job's flow rises together; a job freezes when a
 // link it loads saturates or it reaches its compute-bound flow; when a ToR's INA capacity
 // saturates, the active jobs aggregating there keep their INA share and send the rest unaggregated
 // (fallback to the PS), which raises their load on links. skip excludes resources and inaFreezes
-// makes INA saturation freeze jobs like a link (both for Separate mode).
+// makes INA saturation freeze jobs like a link (both for Separate mode). With e.pinned the jobs'
+// INA shares are kept (the priority allotment of priority.go): a job's traffic above its share
+// falls back to the PS from the level where its flow crosses the share.
 // On return e.load includes comp's new contributions.
 func (e *Estimator) fill(comp []*ejob, skip func(int32) bool, inaFreezes bool) {
 	e.epoch++
@@ -16,7 +22,10 @@ func (e *Estimator) fill(comp []*ejob, skip func(int32) bool, inaFreezes bool) {
 	for _, j := range comp {
 		j.f = 0
 		for i := range j.shares {
-			j.shares[i] = math.Inf(1)
+			if !e.pinned {
+				j.shares[i] = math.Inf(1)
+			}
+			j.crossed[i] = j.shares[i] <= 0
 		}
 		j.active = false
 		j.bottleneck = bnLocal
@@ -30,7 +39,7 @@ func (e *Estimator) fill(comp []*ejob, skip func(int32) bool, inaFreezes bool) {
 				e.slope[u.res] = 0
 				e.base[u.res] = e.load[u.res]
 			}
-			e.slope[u.res] += u.kA
+			e.slope[u.res] += u.slope(0, j.shares)
 			j.active = true
 		}
 		if j.active {
@@ -45,6 +54,9 @@ func (e *Estimator) fill(comp []*ejob, skip func(int32) bool, inaFreezes bool) {
 		for _, j := range comp {
 			if j.active {
 				dt = math.Min(dt, j.demand-level)
+				if e.pinned {
+					dt = math.Min(dt, nextCrossing(j, level))
+				}
 			}
 		}
 		for _, r := range e.touched {
@@ -56,6 +68,13 @@ func (e *Estimator) fill(comp []*ejob, skip func(int32) bool, inaFreezes bool) {
 		level += dt
 		for _, r := range e.touched {
 			e.load[r] += e.slope[r] * dt
+		}
+		if e.pinned {
+			for _, j := range comp {
+				if j.active {
+					e.cross(j, level)
+				}
+			}
 		}
 		for _, r := range e.touched {
 			if e.slope[r] <= 0 || !e.saturated(r) {
@@ -92,22 +111,49 @@ func (e *Estimator) fill(comp []*ejob, skip func(int32) bool, inaFreezes bool) {
 	}
 }
 
-// saturateINA fixes the INA share of every active job aggregating at INA resource r.
+// saturateINA fixes the INA share of every active job aggregating at INA resource r whose flow
+// has not yet reached its share.
 func (e *Estimator) saturateINA(r int32, level float64) {
 	for _, k := range e.users[r] {
 		if !k.active {
 			continue
 		}
 		for i, rack := range k.inaRacks {
-			if e.x.ina(rack) != r || !math.IsInf(k.shares[i], 1) {
-				continue
+			if e.x.ina(rack) == r && !k.crossed[i] {
+				e.crossShare(k, i, level)
 			}
-			k.shares[i] = level
-			for _, u := range k.uses {
-				if int(u.inaSlot) == i && e.mark[u.res] == e.epoch {
-					e.slope[u.res] += u.kF - u.kA
-				}
-			}
+		}
+	}
+}
+
+// crossShare caps share i of k at level: from here its traffic above the share falls back to
+// the PS, so its slope on the links after that ToR rises from kA to kF.
+func (e *Estimator) crossShare(k *ejob, i int, level float64) {
+	k.shares[i] = level
+	k.crossed[i] = true
+	for _, u := range k.uses {
+		if int(u.inaSlot) == i && e.mark[u.res] == e.epoch {
+			e.slope[u.res] += u.kF - u.kA
+		}
+	}
+}
+
+// nextCrossing is the distance from level to the nearest pinned share of j not yet reached.
+func nextCrossing(j *ejob, level float64) float64 {
+	d := math.Inf(1)
+	for i, sh := range j.shares {
+		if !j.crossed[i] {
+			d = math.Min(d, sh-level)
+		}
+	}
+	return d
+}
+
+// cross flips every pinned share of j that the level has reached.
+func (e *Estimator) cross(j *ejob, level float64) {
+	for i, sh := range j.shares {
+		if !j.crossed[i] && level >= sh*(1-1e-12) {
+			e.crossShare(j, i, level)
 		}
 	}
 }
@@ -140,11 +186,16 @@ func (e *Estimator) refillAll() {
 	for _, j := range e.jobs {
 		comp = append(comp, j)
 	}
+	// A fixed order makes full re-fills reproducible to the last bit (map order is random).
+	slices.SortFunc(comp, func(a, b *ejob) int { return cmp.Compare(a.seq, b.seq) })
 	if e.mode == Separate {
 		e.fillSeparate(comp)
 		return
 	}
 	e.fill(comp, nil, false)
+	if e.sharing == PriorityShare {
+		e.prioritise(comp)
+	}
 }
 
 // fillSeparate estimates bandwidth assuming INA never runs out, and INA ignoring links, then gives
