@@ -95,9 +95,14 @@ func (c *Conn) arbitrate(ctx context.Context, timeout time.Duration) error {
 			go c.watch(stream)
 			return nil
 		}
-		if status.Code(err) == codes.Unavailable {
+		switch {
+		case status.Code(err) == codes.Unavailable:
 			last = err // not up yet: retry until the deadline, then report what the dialer saw
-		} else if dctx.Err() == nil {
+		case status.Code(err) == codes.InvalidArgument:
+			// Our own previous session (a controller restart) may still hold the election id
+			// until the switch notices its stream closed: retry, and report it at the deadline.
+			last = fmt.Errorf("arbitration failed: %w", err)
+		case dctx.Err() == nil:
 			return fmt.Errorf("arbitration failed: %w", err)
 		}
 		if last == nil {
@@ -105,6 +110,9 @@ func (c *Conn) arbitrate(ctx context.Context, timeout time.Duration) error {
 		}
 		select {
 		case <-dctx.Done():
+			if status.Code(last) == codes.InvalidArgument {
+				return last
+			}
 			return fmt.Errorf("unreachable within %s: %w", timeout, last)
 		case <-time.After(100 * time.Millisecond):
 		}

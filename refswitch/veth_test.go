@@ -51,7 +51,21 @@ func makeVeths(tb testing.TB, prefix string, n int) (sw, host []string) {
 		}
 		sw, host = append(sw, s), append(host, h)
 	}
+	// A veth drops what is sent before its carrier is up, and LinkSetUp returns before that.
+	for _, name := range append(append([]string(nil), sw...), host...) {
+		waitOperUp(tb, name)
+	}
 	return sw, host
+}
+
+func waitOperUp(tb testing.TB, name string) {
+	tb.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if l, err := netlink.LinkByName(name); err == nil && l.Attrs().OperState == netlink.OperUp {
+			return
+		}
+	}
+	tb.Fatalf("veth %s did not come up", name)
 }
 
 // hostSocket is a raw socket on the host side of a veth that sees only incoming frames.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -28,10 +29,11 @@ type simFlags struct {
 	seed                    uint64
 	cluster, uniform        string
 	nicGbps, oversub        float64
+	inaMemory               float64
 	interval, warmup        float64
 	slots                   string
 	skew, psTime            float64
-	noINA                   bool
+	noINA, noPreempt        bool
 	estimate                string
 	progress                bool
 	jobsCSV, plots          string
@@ -50,11 +52,13 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.uniform, "uniform", "16x8x8", "uniform cluster RACKSxMACHINESxGPUS when -cluster is not given")
 	fs.Float64Var(&f.nicGbps, "nic-gbps", 0, "with -uniform: host NIC capacity in Gbit/s (default 100)")
 	fs.Float64Var(&f.oversub, "oversub", 0, "with -uniform: ToR oversubscription, rack NICs : uplink (default 2)")
+	fs.Float64Var(&f.inaMemory, "ina-memory-bytes", 0, "INA memory of every ToR in bytes (0: the cluster's own; netpack's default 262144)")
 	fs.Float64Var(&f.interval, "interval", 60, "scheduling interval in seconds")
 	fs.Float64Var(&f.warmup, "warmup", -1, "seconds of warm-up left out of the summary; -1: one day when the trace spans 3 days or more, else 0")
 	fs.StringVar(&f.slots, "slots", "esa", "switch slot policy: esa (free on completion) or atp (free when the PS answers)")
 	fs.Float64Var(&f.skew, "skew", 0.5, "time between a chunk's first and last contribution, as a fraction of the rack RTT")
 	fs.Float64Var(&f.psTime, "ps-time", 5e-6, "seconds the PS takes to answer a completed chunk (ATP hold time)")
+	fs.BoolVar(&f.noPreempt, "no-preempt", false, "with -slots esa: share saturated switch memory fairly instead of by ESA priority (ablation)")
 	fs.BoolVar(&f.noINA, "no-ina", false, "disable in-network aggregation everywhere")
 	fs.StringVar(&f.estimate, "estimate", "joint", "estimator NetPack scores with: joint or separate")
 	fs.BoolVar(&f.progress, "progress", false, "show a progress bar even when stderr is not a terminal")
@@ -69,6 +73,9 @@ func (f *simFlags) workload() (*sim.Workload, *trace.Trace, error) {
 		return nil, nil, err
 	}
 	if err := sim.SetLinks(c, f.nicGbps, f.oversub); err != nil {
+		return nil, nil, err
+	}
+	if err := setINAMemory(c, f.inaMemory); err != nil {
 		return nil, nil, err
 	}
 	var tr *trace.Trace
@@ -107,7 +114,8 @@ func (f *simFlags) workload() (*sim.Workload, *trace.Trace, error) {
 			warm = 86400
 		}
 	}
-	setup := sim.Setup{Cluster: c, Slots: sim.SlotModel{Policy: sim.SlotPolicy(f.slots), SkewFrac: f.skew, PSSec: f.psTime},
+	setup := sim.Setup{Cluster: c, Slots: sim.SlotModel{Policy: sim.SlotPolicy(f.slots), SkewFrac: f.skew, PSSec: f.psTime,
+		NoPreempt: f.noPreempt},
 		INA: !f.noINA, Mode: mode, Interval: f.interval, Warmup: warm}
 	w, err := sim.Prepare(setup, tr)
 	if err != nil {
@@ -117,6 +125,23 @@ func (f *simFlags) workload() (*sim.Workload, *trace.Trace, error) {
 		fmt.Fprintf(os.Stderr, "netpack: left out %d jobs larger than the cluster's %d GPUs\n", len(w.TooBig), c.TotalGPUs())
 	}
 	return w, tr, nil
+}
+
+// setINAMemory gives every ToR bytes of INA memory (0 leaves the cluster as it is).
+func setINAMemory(c *netpack.Cluster, bytes float64) error {
+	if bytes == 0 {
+		return nil
+	}
+	if !(bytes > 0) || math.IsInf(bytes, 0) {
+		return fmt.Errorf("-ina-memory-bytes %v: want a positive number of bytes", bytes)
+	}
+	for i := range c.Racks {
+		c.Racks[i].INAMemoryBytes = bytes
+		if c.Racks[i].RTTSec <= 0 {
+			c.Racks[i].RTTSec = 20e-6
+		}
+	}
+	return c.Validate()
 }
 
 // progressFunc returns a progress callback drawing a bar on stderr, or nil when stderr is not a

@@ -22,6 +22,8 @@ type Estimator struct {
 
 	sharing Sharing // how a saturated ToR's INA capacity is divided (Joint mode)
 	pinned  bool    // fill keeps the jobs' INA shares (priority allotment in progress)
+	// prioritised: the state holds a priority allotment, not the max-min fair equilibrium
+	prioritised bool
 	nextSeq uint64  // add order, for a reproducible full re-fill
 
 	// scratch reused across fills
@@ -138,6 +140,7 @@ func (e *Estimator) add(p Placement, refill bool) error {
 		return nil
 	}
 	e.refillFrom([]*ejob{j}, nil)
+	e.prioritiseAll()
 	return nil
 }
 
@@ -166,13 +169,15 @@ func (e *Estimator) Remove(jobID string) bool {
 		return true
 	}
 	e.refillFrom(nil, sat)
+	e.prioritiseAll()
 	return true
 }
 
-// wholeCluster reports whether every change re-fills the whole cluster: for tests, in Separate
-// mode, and with priority sharing (whose allotment is a fixed point over all jobs; see priority.go).
+// wholeCluster reports whether this change must re-fill the whole cluster: for tests, in Separate
+// mode, and when the current state holds a priority allotment (the incremental fill starts from
+// a max-min fair state; see priority.go).
 func (e *Estimator) wholeCluster() bool {
-	return e.full || e.mode == Separate || e.sharing == PriorityShare
+	return e.full || e.mode == Separate || e.prioritised
 }
 
 // Rate is the steady state of a job in the estimator.

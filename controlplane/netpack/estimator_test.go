@@ -163,6 +163,12 @@ func checkMaxMin(t *testing.T, e *Estimator) {
 
 func TestEstimatorMaxMinRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 9))
+	bound := 0 // changes after which a priority allotment was in force
+	defer func() {
+		if bound == 0 {
+			t.Error("no trial exercised priority sharing")
+		}
+	}()
 	for trial := 0; trial < 60; trial++ {
 		c, err := Uniform(UniformSpec{Racks: 1 + rng.IntN(4), MachinesPerRack: 2 + rng.IntN(5), GPUsPerMachine: 1 + rng.IntN(4),
 			INAMemoryBytes: float64(rng.IntN(3)) * 1e5, Oversubscription: 1 + 3*rng.Float64(), CoreOversubscription: 1 + 2*rng.Float64()})
@@ -170,9 +176,15 @@ func TestEstimatorMaxMinRandom(t *testing.T) {
 			t.Fatal(err)
 		}
 		ps := randomPlacements(rng, c, 3+rng.IntN(12))
-		full := NewEstimator(c, Joint)
+		sharing := Sharing(trial % 2)
+		if sharing == PriorityShare {
+			for i := range ps {
+				ps[i].Priority = uint8(rng.IntN(3))
+			}
+		}
+		full := NewEstimatorSharing(c, Joint, sharing)
 		full.full = true
-		inc := NewEstimator(c, Joint)
+		inc := NewEstimatorSharing(c, Joint, sharing)
 		for _, p := range ps {
 			if err := full.Add(p); err != nil {
 				t.Fatal(err)
@@ -182,6 +194,9 @@ func TestEstimatorMaxMinRandom(t *testing.T) {
 			}
 			checkMaxMin(t, inc)
 			sameRates(t, full, inc)
+			if inc.prioritised {
+				bound++
+			}
 		}
 		for _, i := range rng.Perm(len(ps)) {
 			full.Remove(ps[i].Job.ID)

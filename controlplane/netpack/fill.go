@@ -193,6 +193,7 @@ func (e *Estimator) refillAll() {
 		return
 	}
 	e.fill(comp, nil, false)
+	e.prioritised = false
 	if e.sharing == PriorityShare {
 		e.prioritise(comp)
 	}

@@ -28,7 +28,12 @@ func (s Sharing) String() string {
 }
 
 // maxPriorityRounds bounds the allotment iterations; the last fill always respects capacities.
-const maxPriorityRounds = 12
+// priorityTol is the relative change of a share below which the allotment counts as settled
+// (flows then are within about that fraction of the fixed point).
+const (
+	maxPriorityRounds = 16
+	priorityTol       = 1e-4
+)
 
 // prioritise turns the max-min fair fill of comp into strict-priority INA sharing. Links stay
 // max-min fair (congestion control knows no priority), so the result is a fixed point: INA
@@ -39,6 +44,7 @@ func (e *Estimator) prioritise(comp []*ejob) {
 	if !e.priorityBinds() {
 		return
 	}
+	e.prioritised = true
 	e.pinned = true
 	defer func() { e.pinned = false }()
 	for range maxPriorityRounds {
@@ -48,6 +54,20 @@ func (e *Estimator) prioritise(comp []*ejob) {
 		clear(e.load)
 		e.fill(comp, nil, false)
 	}
+}
+
+// prioritiseAll applies the priority allotment after an incremental (max-min fair) re-fill, when
+// it binds; the next change then re-fills the whole cluster.
+func (e *Estimator) prioritiseAll() {
+	if e.sharing != PriorityShare || !e.priorityBinds() {
+		return
+	}
+	comp := make([]*ejob, 0, len(e.jobs))
+	for _, j := range e.jobs {
+		comp = append(comp, j)
+	}
+	slices.SortFunc(comp, func(a, b *ejob) int { return cmp.Compare(a.seq, b.seq) })
+	e.prioritise(comp)
 }
 
 // priorityBinds reports whether some saturated ToR is shared by jobs of different priorities.
@@ -71,7 +91,7 @@ func (e *Estimator) priorityBinds() bool {
 // INA capacity, priority classes in descending order take what they ask for (their flow); the
 // first class that does not fit shares the rest max-min fairly; lower classes get nothing (their
 // traffic falls back to the PS). At a ToR with room, shares are unlimited (+Inf). It reports
-// whether any share changed by more than a part in 1e6.
+// whether any share changed by more than priorityTol.
 func (e *Estimator) allot() bool {
 	changed := false
 	set := func(k *ejob, rack int, v float64) {
@@ -80,7 +100,7 @@ func (e *Estimator) allot() bool {
 				continue
 			}
 			old := k.shares[i]
-			if !(old == v || math.Abs(old-v) <= 1e-6*math.Max(math.Abs(old), math.Abs(v))) {
+			if !(old == v || math.Abs(old-v) <= priorityTol*math.Max(math.Abs(old), math.Abs(v))) {
 				changed = true
 			}
 			k.shares[i] = v

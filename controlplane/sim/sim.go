@@ -23,6 +23,9 @@ type Config struct {
 	Interval float64
 	// Warmup excludes jobs submitted before it from the summary (they still run).
 	Warmup float64
+	// Sharing is how a saturated ToR's INA capacity is divided in the rate model: PriorityShare
+	// (by Placement.Priority) for ESA's preemption, FairShare for ATP (see SlotModel.Sharing).
+	Sharing netpack.Sharing
 	// Progress, if set, is called after every job completion with (done, total).
 	Progress func(done, total int)
 }
@@ -102,7 +105,7 @@ type state struct {
 
 func newState(cfg Config, jobs []*netpack.Job) *state {
 	s := &state{cfg: cfg, jobs: jobs, st: netpack.NewState(cfg.Cluster),
-		est: netpack.NewEstimator(cfg.Cluster, netpack.Joint), recs: make([]JobResult, len(jobs)),
+		est: netpack.NewEstimatorSharing(cfg.Cluster, netpack.Joint, cfg.Sharing), recs: make([]JobResult, len(jobs)),
 		recIdx: make(map[string]int, len(jobs))}
 	for i, j := range jobs {
 		s.recs[i] = JobResult{ID: j.ID, GPUs: j.GPUs, Model: j.Model.Name, Iterations: j.Iterations,

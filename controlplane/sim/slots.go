@@ -28,6 +28,9 @@ type SlotModel struct {
 	SkewFrac float64
 	// PSSec is the time the PS takes to turn a completed sum into a result packet.
 	PSSec float64
+	// NoPreempt turns ESA's priority preemption off (an ablation: ESA's hold time with ATP's
+	// fair sharing), so the two effects of ESA can be measured apart.
+	NoPreempt bool
 }
 
 // DefaultSlotModel is the ESA model with the defaults documented in README.md (skew half an
@@ -41,6 +44,17 @@ func (m SlotModel) HoldSec(rtt float64) float64 {
 		return skew + rtt + m.PSSec
 	}
 	return skew
+}
+
+// Sharing is how the rate model divides a ToR's saturated INA capacity under this slot policy:
+// ESA preempts by priority (a higher-priority chunk evicts a lower one's partial sum, which goes
+// on to its PS, so the preempted job's traffic falls back to the PS path); ATP has no
+// preemption, so colliding jobs end up max-min fair, as congestion control settles them.
+func (m SlotModel) Sharing() netpack.Sharing {
+	if m.Policy == ESA && !m.NoPreempt {
+		return netpack.PriorityShare
+	}
+	return netpack.FairShare
 }
 
 // Validate rejects unknown policies and non-positive hold times.

@@ -54,7 +54,7 @@ func (w *Workload) Run(policy string, progress func(done, total int)) (*Result, 
 		return nil, err
 	}
 	res, err := Run(Config{Cluster: w.Cluster, Policy: p, Interval: w.Setup.Interval, Warmup: w.Setup.Warmup,
-		Progress: progress}, w.Jobs)
+		Sharing: w.Setup.Slots.Sharing(), Progress: progress}, w.Jobs)
 	if err != nil {
 		return nil, err
 	}
