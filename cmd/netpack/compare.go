@@ -24,6 +24,7 @@ type compareJSON struct {
 	Jobs      int                    `json:"jobs"`
 	Counted   int                    `json:"counted_jobs"`
 	Slots     string                 `json:"slots"`
+	Sharing   string                 `json:"ina_sharing"` // fair, or priority (ESA preemption)
 	INA       bool                   `json:"ina"`
 	Estimate  string                 `json:"estimate"`
 	MeanJCT   map[string]float64     `json:"mean_jct_s"`
@@ -61,7 +62,8 @@ func runCompare(args []string) error {
 	}
 	if *asJSON {
 		out := compareJSON{Cluster: w.Setup.Cluster.Name, Jobs: len(w.Jobs), Slots: string(w.Setup.Slots.Policy),
-			INA: w.Setup.INA, Estimate: w.Setup.Mode.String(), Reference: *ref, MeanJCT: map[string]float64{},
+			Sharing: w.Setup.Slots.Sharing().String(),
+			INA:     w.Setup.INA, Estimate: w.Setup.Mode.String(), Reference: *ref, MeanJCT: map[string]float64{},
 			Ratio: map[string]float64{}, Summary: map[string]sim.Summary{}}
 		var refMean float64
 		for _, r := range results {
@@ -106,6 +108,7 @@ func runEvaluate(args []string) error {
 	perM := fs.Float64("jobs-per-machine", 4, "synthetic jobs per machine in the sweep")
 	maxJobs := fs.Int("max-jobs", 8000, "cap on synthetic jobs per size")
 	seed := fs.Uint64("seed", 1, "seed of the synthetic workloads")
+	memSeeds := fs.Int("memory-seeds", eval.DefaultMemoryBound.Seeds, "seeds of the switch-memory-bound experiment (0: skip it)")
 	if err := fs.Parse(args); err != nil {
 		return helpOK(err)
 	}
@@ -127,7 +130,12 @@ func runEvaluate(args []string) error {
 		}
 		sz = append(sz, n)
 	}
-	rep, err := eval.Evaluate(eval.Config{Trace: tr, TraceName: *tracePath, Racks: *racks, Machines: *machines, GPUs: *gpus,
+	if *memSeeds < 0 {
+		return fmt.Errorf("-memory-seeds must be >= 0, got %d", *memSeeds)
+	}
+	mem := eval.DefaultMemoryBound
+	mem.Seeds = *memSeeds
+	rep, err := eval.Evaluate(eval.Config{Memory: mem, Trace: tr, TraceName: *tracePath, Racks: *racks, Machines: *machines, GPUs: *gpus,
 		Interval: *interval, Sizes: sz, JobsPerM: *perM, MaxJobs: *maxJobs, Seed: *seed, ImgDir: *img, ImgLink: *imgLink,
 		Log: os.Stderr})
 	if err != nil {

@@ -24,7 +24,7 @@ type Estimator struct {
 	pinned  bool    // fill keeps the jobs' INA shares (priority allotment in progress)
 	// prioritised: the state holds a priority allotment, not the max-min fair equilibrium
 	prioritised bool
-	nextSeq uint64  // add order, for a reproducible full re-fill
+	nextSeq     uint64 // add order, for a reproducible full re-fill
 
 	// scratch reused across fills
 	slope   []float64

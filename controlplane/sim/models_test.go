@@ -61,3 +61,37 @@ func TestDuplicateJobIDs(t *testing.T) {
 		t.Fatal("duplicate ids accepted")
 	}
 }
+
+// ESA, ATP and INA-off runs of one trace simulate the same work (iterations), and where switch
+// memory binds an ATP job alone takes longer than with ESA (its trace duration).
+func TestSameWorkWhateverTheSlots(t *testing.T) {
+	c, err := netpack.Uniform(netpack.UniformSpec{Racks: 1, MachinesPerRack: 4, GPUsPerMachine: 2, NICGbps: 10, INAMemoryBytes: 16384})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &trace.Trace{Jobs: []trace.Job{{ID: "w", GPUs: 8, Duration: 72000}}}
+	var iters []int
+	var ran []float64
+	for _, s := range []Setup{
+		{Cluster: c, Slots: DefaultSlotModel(), INA: true, Interval: 1},
+		{Cluster: c, Slots: SlotModel{Policy: ATP, SkewFrac: 0.5, PSSec: 5e-6}, INA: true, Interval: 1},
+		{Cluster: c, Slots: DefaultSlotModel(), INA: false, Interval: 1},
+	} {
+		w, err := Prepare(s, tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Run(Config{Cluster: w.Cluster, Policy: firstFit{psAt: -1, ina: s.INA}, Interval: 1, Sharing: s.Slots.Sharing()}, w.Jobs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		iters = append(iters, w.Jobs[0].Iterations)
+		ran = append(ran, res.Jobs[0].End-res.Jobs[0].Start)
+	}
+	if iters[0] != iters[1] || iters[0] != iters[2] {
+		t.Fatalf("iterations ESA %d, ATP %d, INA off %d: want the same work", iters[0], iters[1], iters[2])
+	}
+	if math.Abs(ran[0]-72000) > 72000/float64(iters[0]) || ran[1] <= ran[0]*1.01 || ran[2] <= ran[1] {
+		t.Fatalf("ran ESA %.0f s, ATP %.0f s, INA off %.0f s; want 72000 < ATP < INA off", ran[0], ran[1], ran[2])
+	}
+}

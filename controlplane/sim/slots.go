@@ -57,6 +57,19 @@ func (m SlotModel) Sharing() netpack.Sharing {
 	return netpack.FairShare
 }
 
+// Reference is the slot model trace durations are converted to iterations with: ESA's, with this
+// model's skew and PS time, whatever the policy under test. ESA and ATP runs (and INA-off runs,
+// which convert with INA on) of one trace therefore simulate the same work; only how fast it
+// gets done differs.
+func (m SlotModel) Reference() SlotModel {
+	r := m
+	r.Policy, r.NoPreempt = ESA, false
+	if r.SkewFrac <= 0 {
+		r.SkewFrac = DefaultSlotModel().SkewFrac
+	}
+	return r
+}
+
 // Validate rejects unknown policies and non-positive hold times.
 func (m SlotModel) Validate() error {
 	if m.Policy != ATP && m.Policy != ESA {

@@ -40,7 +40,7 @@ func Prepare(s Setup, tr *trace.Trace) (*Workload, error) {
 		s.Buckets = DefaultBuckets
 	}
 	c := EffectiveCluster(s.Cluster, s.Slots, s.INA)
-	jobs, big, err := Jobs(tr.Jobs, s.Buckets, NewIsolated(EffectiveCluster(s.Cluster, s.Slots, true)))
+	jobs, big, err := Jobs(tr.Jobs, s.Buckets, NewIsolated(EffectiveCluster(s.Cluster, s.Slots.Reference(), true)))
 	if err != nil {
 		return nil, err
 	}

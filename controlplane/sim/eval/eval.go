@@ -28,9 +28,10 @@ type Config struct {
 	JobsPerM  float64 // synthetic jobs per machine in the sweep
 	MaxJobs   int     // cap on synthetic jobs per size (keeps the largest sizes tractable)
 	Seed      uint64
-	ImgDir    string    // where plots are written
-	ImgLink   string    // how the Markdown refers to ImgDir
-	Log       io.Writer // one line per finished experiment
+	Memory    MemoryBound // the switch-memory-bound experiment (Seeds 0 skips it)
+	ImgDir    string      // where plots are written
+	ImgLink   string      // how the Markdown refers to ImgDir
+	Log       io.Writer   // one line per finished experiment
 }
 
 // Links is one network configuration of the evaluation.
@@ -92,6 +93,7 @@ type Report struct {
 	Separate  map[string]*Run // netpack with the separate estimator, by link config name or ScarceATP
 	Scale     []*Run
 	SlotRuns  map[string]*Run // "esa" / "atp" / "esa-scarce" / "atp-scarce"
+	Mem       map[memKey]*Run // the memory-bound experiment
 	Baselines []string
 	Images    []string
 }
@@ -164,6 +166,11 @@ func Evaluate(cfg Config) (*Report, error) {
 	}
 	if err := rep.slots(base); err != nil {
 		return nil, err
+	}
+	if cfg.Memory.Seeds > 0 {
+		if err := rep.memory(base, all); err != nil {
+			return nil, err
+		}
 	}
 	if err := rep.scale(base, all); err != nil {
 		return nil, err

@@ -18,7 +18,9 @@ func TestEvaluateSmall(t *testing.T) {
 	}
 	dir := t.TempDir()
 	rep, err := Evaluate(Config{Trace: tr, TraceName: "synthetic", Racks: 2, Machines: 4, GPUs: 8, Interval: 60,
-		Sizes: []int{40}, JobsPerM: 1, MaxJobs: 40, Seed: 1, ImgDir: filepath.Join(dir, "img"), ImgLink: "img"})
+		Sizes: []int{40}, JobsPerM: 1, MaxJobs: 40, Seed: 1,
+		Memory: MemoryBound{Racks: 2, Machines: 4, GPUs: 2, Jobs: 30, GPUScale: 2, Load: 0.9, Memories: []float64{4096}, Seeds: 2},
+		ImgDir: filepath.Join(dir, "img"), ImgLink: "img"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +29,7 @@ func TestEvaluateSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	md := b.String()
-	for _, want := range []string{"## 1.", "## 2. INA disabled", "## 3. Joint", "## 4. Cluster size", "## 5. ESA", "## 6. Side by side",
+	for _, want := range []string{"## 1.", "## 2. INA disabled", "## 3. Joint", "## 4. Cluster size", "## 5. ESA", "## 6. Switch memory", "## 7. Side by side", "ESA's priority order alone",
 		"| netpack |", "up to 63%", "1.35x"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
