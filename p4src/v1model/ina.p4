@@ -18,7 +18,7 @@
 #include "include/control/ipv4_forwarding.p4"
 #include "include/control/ecn_marking.p4"
 
-control Ingress(inout headers_t hdr, inout ina_meta_t meta, inout standard_metadata_t standard_metadata) {
+control InaIngress(inout headers_t hdr, inout ina_meta_t meta, inout standard_metadata_t standard_metadata) {
     Settings() settings;
     Validation() validation;
     JobLookup() job_lookup;
@@ -47,7 +47,7 @@ control Ingress(inout headers_t hdr, inout ina_meta_t meta, inout standard_metad
     }
 }
 
-control Egress(inout headers_t hdr, inout ina_meta_t meta, inout standard_metadata_t standard_metadata) {
+control InaEgress(inout headers_t hdr, inout ina_meta_t meta, inout standard_metadata_t standard_metadata) {
     EcnMarking() ecn_marking;
 
     apply {
@@ -59,5 +59,5 @@ control Egress(inout headers_t hdr, inout ina_meta_t meta, inout standard_metada
     }
 }
 
-V1Switch(InaParser(), InaVerifyChecksum(), Ingress(), Egress(), InaComputeChecksum(),
+V1Switch(InaParser(), InaVerifyChecksum(), InaIngress(), InaEgress(), InaComputeChecksum(),
          InaDeparser()) main;

@@ -20,7 +20,7 @@ header ina_recirc_t {
     bit<8>   pass;          // 1 .. TNA_PASSES-1 on the recirculated passes
     bit<8>   passes_left;   // 0 on the final pass
     bit<8>   lane_op;       // LANE_*
-    bit<8>   out;           // OUT_* once the final pass is done
+    bit<8>   egress_to;           // OUT_* once the final pass is done
     bit<32>  release_tag;   // slot_tag value to clear on the final pass (0 = none)
     bit<16>  count_job;     // job whose `overflow` event a clip counts
     bit<16>  mcast_group;   // an ATP result's group, for its second pass
@@ -48,7 +48,7 @@ struct ig_meta_t {
     job_id_t    event_job;
     bit<1>      evicted;
     job_id_t    evicted_job;
-    bit<2>      out;
+    bit<2>      egress_to;
 
     // ina_settings
     bit<1>      preempt;

@@ -28,7 +28,7 @@ struct ina_meta_t {
     bit<1>      overflow;      // count `overflow` in addition
     bit<1>      evicted;       // count `evicted` for evicted_job
     job_id_t    evicted_job;
-    bit<2>      out;           // OUT_*
+    bit<2>      egress_to;     // OUT_*
 
     // ina_settings
     bit<1>      preempt;

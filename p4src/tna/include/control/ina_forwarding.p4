@@ -11,7 +11,7 @@ control InaForwarding(inout headers_t hdr, inout ig_meta_t md,
     apply {
         bool again;
         if (md.first_pass == 1) {
-            hdr.recirc.out = (bit<8>)md.out;
+            hdr.recirc.egress_to = (bit<8>)md.egress_to;
             hdr.recirc.lane_op = md.lane_op;
             hdr.recirc.count_job = md.event_job;
             hdr.recirc.mcast_group = md.mcast_group;
@@ -38,10 +38,10 @@ control InaForwarding(inout headers_t hdr, inout ig_meta_t md,
         }
 
         // Final pass.
-        bit<8> out = md.first_pass == 1 ? (bit<8>)md.out : hdr.recirc.out;
+        bit<8> to = md.first_pass == 1 ? (bit<8>)md.egress_to : hdr.recirc.egress_to;
         bit<16> group = md.first_pass == 1 ? md.mcast_group : hdr.recirc.mcast_group;
         hdr.recirc.setInvalid();
-        if (out == OUT_PS) {
+        if (to == OUT_PS) {
             if (md.ps_hit == 0) {
                 ig_dprsr_md.drop_ctl = 1; // the evicted job's PS entry is gone: partial lost
                 return;
@@ -50,7 +50,7 @@ control InaForwarding(inout headers_t hdr, inout ig_meta_t md,
             hdr.ethernet.dst_addr = md.ps_mac;
             hdr.ipv4.dst_addr = md.ps_ip;
             hdr.udp.checksum = 0;
-        } else if (out == OUT_MCAST) {
+        } else if (to == OUT_MCAST) {
             ig_tm_md.mcast_grp_a = group;
             hdr.udp.checksum = 0;
         } else {

@@ -68,7 +68,7 @@ control JobLookup(inout headers_t hdr, inout ig_meta_t md,
         if (hdr.ina.pkt_type == INA_TYPE_DATA) {
             if (md.role == ROLE_TRANSIT) {
                 md.event = EVENT_TRANSIT;
-                md.out = OUT_PS;
+                md.egress_to = OUT_PS;
             } else if (md.role != ROLE_WORKER) {
                 md.event = EVENT_DROP_BAD_PORT;
             } else if (hdr.ina.slot >= md.active_slots || hdr.ina.slot >= NUM_SLOTS) {
@@ -80,7 +80,7 @@ control JobLookup(inout headers_t hdr, inout ig_meta_t md,
             }
         } else if (md.role == ROLE_RESULT) {
             md.event = EVENT_RESULT;
-            md.out = OUT_MCAST;
+            md.egress_to = OUT_MCAST;
         } else {
             md.event = EVENT_DROP_BAD_PORT;
         }

@@ -139,7 +139,7 @@ control SlotState(inout headers_t hdr, inout ig_meta_t md) {
         }
 
         bool resend = (hdr.ina.flags & FLAG_RESEND) != 0;
-        md.out = OUT_PS;
+        md.egress_to = OUT_PS;
         if (md.ina_enabled == 0 || (hdr.ina.flags & FLAG_BYPASS) != 0) {
             md.event = EVENT_BYPASS;                                       // 1
             return;
@@ -175,7 +175,7 @@ control SlotState(inout headers_t hdr, inout ig_meta_t md) {
             restart();                                                     // 3, claim
             md.lane_op = LANE_STORE;
             md.event = EVENT_CLAIMED;
-            md.out = OUT_DROP;
+            md.egress_to = OUT_DROP;
         } else if (md.took == 1) {
             restart();                                                     // 8, preemption
             md.lane_op = LANE_SWAP;
@@ -196,7 +196,7 @@ control SlotState(inout headers_t hdr, inout ig_meta_t md) {
                 md.event = EVENT_FLUSHED;
             } else if (has_bit) {                                          // 4, duplicate
                 md.event = EVENT_DUPLICATE;
-                md.out = OUT_DROP;
+                md.egress_to = OUT_DROP;
             } else {                                                       // 4, add
                 md.lane_op = LANE_ADD;
                 md.old_count = count_inc.execute(md.slot_index);           // the new count
@@ -212,7 +212,7 @@ control SlotState(inout headers_t hdr, inout ig_meta_t md) {
                 } else {
                     md.state_op = STATE_OR;
                     md.event = EVENT_AGGREGATED;
-                    md.out = OUT_DROP;
+                    md.egress_to = OUT_DROP;
                 }
             }
         } else if (resend) {

@@ -9,7 +9,7 @@ control Validation(in headers_t hdr, inout ig_meta_t md,
                    in ingress_intrinsic_metadata_from_parser_t ig_prsr_md) {
     apply {
         md.event = EVENT_NONE;
-        md.out = OUT_DROP;
+        md.egress_to = OUT_DROP;
         if (md.is_ina == 1) {
             if (ig_prsr_md.parser_err != 0 || !hdr.ina_values.isValid() ||
                     hdr.ipv4.ihl != 5 || hdr.ipv4.total_len != INA_IPV4_TOTAL_LEN ||

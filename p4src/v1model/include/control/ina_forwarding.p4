@@ -7,15 +7,15 @@
 control InaForwarding(inout headers_t hdr, inout ina_meta_t meta, inout standard_metadata_t sm) {
     apply {
         meta.recirculate = 0;
-        if (meta.out == OUT_PS) {
+        if (meta.egress_to == OUT_PS) {
             sm.egress_spec = meta.ps_port;
             hdr.ethernet.dst_addr = meta.ps_mac;
             hdr.ipv4.dst_addr = meta.ps_ip;
             hdr.udp.checksum = 0;
-        } else if (meta.out == OUT_MCAST) {
+        } else if (meta.egress_to == OUT_MCAST) {
             sm.mcast_grp = meta.mcast_group;
             hdr.udp.checksum = 0;
-        } else if (meta.out == OUT_EVICT) {
+        } else if (meta.egress_to == OUT_EVICT) {
             // ina_ps was applied for the incoming job; the evicted job's PS is looked up on a
             // second pass. The port only has to exist: egress recirculates instead of sending.
             sm.egress_spec = sm.ingress_port;

@@ -54,7 +54,7 @@ control JobLookup(inout headers_t hdr, inout ina_meta_t meta, in standard_metada
         ina_ps.apply();
         if (meta.evict_pass == 1) {
             // Second pass of an evicted partial: only its PS is wanted.
-            meta.out = meta.ps_hit == 1 ? (bit<2>)OUT_PS : (bit<2>)OUT_DROP;
+            meta.egress_to = meta.ps_hit == 1 ? (bit<2>)OUT_PS : (bit<2>)OUT_DROP;
             return;
         }
         if (meta.event != EVENT_NONE) {
@@ -70,7 +70,7 @@ control JobLookup(inout headers_t hdr, inout ina_meta_t meta, in standard_metada
         if (hdr.ina.pkt_type == INA_TYPE_DATA) {
             if (meta.role == ROLE_TRANSIT) {
                 meta.event = EVENT_TRANSIT;
-                meta.out = OUT_PS;
+                meta.egress_to = OUT_PS;
             } else if (meta.role != ROLE_WORKER) {
                 meta.event = EVENT_DROP_BAD_PORT;
             } else if (hdr.ina.slot >= meta.active_slots || hdr.ina.slot >= NUM_SLOTS) {
@@ -84,7 +84,7 @@ control JobLookup(inout headers_t hdr, inout ina_meta_t meta, in standard_metada
             }
         } else if (meta.role == ROLE_RESULT) {
             meta.event = EVENT_RESULT;
-            meta.out = OUT_MCAST;
+            meta.egress_to = OUT_MCAST;
         } else {
             meta.event = EVENT_DROP_BAD_PORT;
         }

@@ -101,7 +101,7 @@ control SlotAggregation(inout headers_t hdr, inout ina_meta_t meta) {
         bool resend = (hdr.ina.flags & FLAG_RESEND) != 0;
         bool same_job = o_job == hdr.ina.job_id;
         bool mine = o_count != 0 && same_job && o_seq == hdr.ina.seq;
-        meta.out = OUT_PS;
+        meta.egress_to = OUT_PS;
 
         if (meta.ina_enabled == 0 || (hdr.ina.flags & FLAG_BYPASS) != 0) {
             meta.event = EVENT_BYPASS;                                    // 1
@@ -109,7 +109,7 @@ control SlotAggregation(inout headers_t hdr, inout ina_meta_t meta) {
             meta.event = EVENT_COMPLETED;                                 // 2
         } else if (mine && !resend && (o_bitmap & meta.worker_bit) != 0) {
             meta.event = EVENT_DUPLICATE;                                 // 4, duplicate
-            meta.out = OUT_DROP;
+            meta.egress_to = OUT_DROP;
         } else if (mine) {
             if ((o_bitmap & meta.worker_bit) == 0) {                      // 4, add
                 INA_FOREACH_VALUE(ADD_VALUE)
@@ -139,7 +139,7 @@ control SlotAggregation(inout headers_t hdr, inout ina_meta_t meta) {
                 slot_count.write(idx, count);
                 slot_state.write(idx, st);
                 meta.event = EVENT_AGGREGATED;
-                meta.out = OUT_DROP;
+                meta.egress_to = OUT_DROP;
             }
         } else if (resend) {
             meta.event = EVENT_RESEND_FORWARDED;                          // 5: never claims
@@ -147,7 +147,7 @@ control SlotAggregation(inout headers_t hdr, inout ina_meta_t meta) {
             claim();                                                      // 3
             INA_FOREACH_VALUE(STORE_VALUE)
             meta.event = EVENT_CLAIMED;
-            meta.out = OUT_DROP;
+            meta.egress_to = OUT_DROP;
         } else if (same_job && (int<32>)(hdr.ina.seq - o_seq) > 0) {
             claim();                                                      // 6, stale takeover
             INA_FOREACH_VALUE(SWAP_VALUE)
@@ -160,7 +160,7 @@ control SlotAggregation(inout headers_t hdr, inout ina_meta_t meta) {
             meta.event = EVENT_PREEMPTED;
             meta.evicted = 1;
             meta.evicted_job = o_job;
-            meta.out = OUT_EVICT;
+            meta.egress_to = OUT_EVICT;
         } else {
             hdr.ina.flags = hdr.ina.flags | FLAG_COLLISION;               // 7, 8
             meta.event = EVENT_COLLISION;

@@ -7,7 +7,7 @@
 control Validation(in headers_t hdr, inout ina_meta_t meta, in standard_metadata_t sm) {
     apply {
         meta.event = EVENT_NONE;
-        meta.out = OUT_DROP;
+        meta.egress_to = OUT_DROP;
         if (meta.is_ina == 1) { // set by the parser: UDP destination port INA_UDP_PORT
             if (sm.parser_error != error.NoError || !hdr.ina_values.isValid() ||
                     hdr.ipv4.ihl != 5 || hdr.ipv4.total_len != INA_IPV4_TOTAL_LEN ||
