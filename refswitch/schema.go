@@ -127,7 +127,7 @@ func registerSpecOf(r int) registerSpec {
 	case regState:
 		return registerSpec{"slot_state", 8, false}
 	}
-	return registerSpec{fmt.Sprintf("slot_value_%d", r-regValue0), 32, true}
+	return registerSpec{fmt.Sprintf("slot_value_%d", r-regValue0), 32, false}
 }
 
 // lastName is the last dot-separated component of a P4Info name.

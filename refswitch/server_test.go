@@ -146,8 +146,8 @@ func TestPipelineMismatchNamesEntity(t *testing.T) {
 		{func(i *p4config.P4Info) { i.Counters[1].Size = 10 }, []string{"ina_job_events", "size"}},
 		{func(i *p4config.P4Info) { i.Registers = i.Registers[:10] }, []string{"slot_value_4"}},
 		{func(i *p4config.P4Info) {
-			i.Registers[6].TypeSpec.GetBitstring().TypeSpec = &p4config.P4BitstringLikeTypeSpec_Bit{Bit: &p4config.P4BitTypeSpec{Bitwidth: 32}}
-		}, []string{"slot_value_0", "int<32>"}},
+			i.Registers[6].TypeSpec.GetBitstring().TypeSpec = &p4config.P4BitstringLikeTypeSpec_Int{Int: &p4config.P4IntTypeSpec{Bitwidth: 32}}
+		}, []string{"slot_value_0", "bit<32>"}},
 	}
 	for _, tc := range cases {
 		info := &p4config.P4Info{}

@@ -161,7 +161,7 @@ func TestRegisters(t *testing.T) {
 		return &p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: e}}
 	}
 	got := readAll(t, c, reg("slot_job", 5), reg("slot_seq", 5), reg("slot_count", 5), reg("slot_bitmap", 5), reg("slot_value_0", 5))
-	want := []string{"\x07", "\x2a", "\x01", "\x01", "\xfd"}
+	want := []string{"\x07", "\x2a", "\x01", "\x01", "\xff\xff\xff\xfd"} // -3 as bit<32>
 	for i, e := range got {
 		if b := string(e.GetRegisterEntry().GetData().GetBitstring()); b != want[i] {
 			t.Errorf("register %d read %q, want %q", i, b, want[i])
@@ -175,7 +175,7 @@ func TestRegisters(t *testing.T) {
 		e.GetRegisterEntry().Data = &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: data}}
 		return cl.WriteUpdate(context.Background(), &p4v1.Update{Type: p4v1.Update_MODIFY, Entity: e})
 	}
-	if err := w(reg("slot_value_1", 5), []byte{0xff, 0x80}); err != nil {
+	if err := w(reg("slot_value_1", 5), []byte{0xff, 0xff, 0xff, 0x80}); err != nil { // bit<32>: -128 in two's complement
 		t.Fatal(err)
 	}
 	if v := sw.Slot(5).Values[1]; v != -128 {

@@ -23,7 +23,9 @@ control EventCounting(in ina_meta_t meta) {
     CountEvent() outcome;
     CountEvent() overflow;
     apply {
-        if (meta.evict_pass == 0) {
+        // Count on a packet's first pass: forwarding has already marked an evicted partial for
+        // its second pass (evict_pass) and that pass alone has recirculate set.
+        if (meta.evict_pass == 0 || meta.recirculate == 1) {
             outcome.apply(meta.event, meta.job_known, meta.event_job);
             if (meta.overflow == 1) {
                 overflow.apply(EVENT_OVERFLOW, meta.job_known, meta.event_job);

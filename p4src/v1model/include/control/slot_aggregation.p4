@@ -7,23 +7,29 @@
 #define INA_V1MODEL_SLOT_AGGREGATION_P4
 
 // Per-value statements. `|+|` on int<32> saturates in BMv2; comparing with the wrapping sum tells
-// whether this value clipped.
-#define DECLARE_VALUE_REGISTER(i) register<value_t>(NUM_SLOTS) slot_value_##i;
-#define STORE_VALUE(i) slot_value_##i.write(idx, hdr.ina_values.v##i);
+// whether this value clipped. BMv2 hands a register's value back unsigned whatever its P4 type, so
+// every read goes through bit<32> and a cast, which BMv2 sign-extends.
+#define DECLARE_VALUE_REGISTER(i) register<bit<32>>(NUM_SLOTS) slot_value_##i;
+#define STORE_VALUE(i) slot_value_##i.write(idx, (bit<32>)hdr.ina_values.v##i);
 #define ADD_VALUE(i) { \
-        value_t old_##i; \
-        slot_value_##i.read(old_##i, idx); \
+        bit<32> raw_##i; \
+        slot_value_##i.read(raw_##i, idx); \
+        value_t old_##i = (value_t)raw_##i; \
         value_t sum_##i = old_##i |+| hdr.ina_values.v##i; \
         clipped = clipped | (sum_##i != old_##i + hdr.ina_values.v##i ? 1w1 : 1w0); \
-        slot_value_##i.write(idx, sum_##i); \
+        slot_value_##i.write(idx, (bit<32>)sum_##i); \
         hdr.ina_values.v##i = sum_##i; \
     }
-#define LOAD_VALUE(i) slot_value_##i.read(hdr.ina_values.v##i, idx);
+#define LOAD_VALUE(i) { \
+        bit<32> raw_##i; \
+        slot_value_##i.read(raw_##i, idx); \
+        hdr.ina_values.v##i = (value_t)raw_##i; \
+    }
 #define SWAP_VALUE(i) { \
-        value_t old_##i; \
-        slot_value_##i.read(old_##i, idx); \
-        slot_value_##i.write(idx, hdr.ina_values.v##i); \
-        hdr.ina_values.v##i = old_##i; \
+        bit<32> raw_##i; \
+        slot_value_##i.read(raw_##i, idx); \
+        slot_value_##i.write(idx, (bit<32>)hdr.ina_values.v##i); \
+        hdr.ina_values.v##i = (value_t)raw_##i; \
     }
 
 // ECN/OVERFLOW flags carried out of a slot whose state is st.
