@@ -61,6 +61,7 @@ class P4RuntimeTest(BaseTest):
         except grpc.FutureTimeoutError:
             self.fail("no P4Runtime server at %s (test param grpcaddr)" % self.grpc_addr)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
+        self._groups = []
         self._stream_out = queue.Queue()
         self._stream_in = queue.Queue()
         self._stream = self.stub.StreamChannel(iter(self._stream_out.get, None))
@@ -69,6 +70,7 @@ class P4RuntimeTest(BaseTest):
         self._arbitrate()
 
     def tearDown(self):
+        self.delete_multicast_groups()
         self._stream_out.put(None)
         self._stream_thread.join(timeout=5)
         self.channel.close()
@@ -188,6 +190,17 @@ class P4RuntimeTest(BaseTest):
         for port in ports:
             mg.replicas.add(egress_port=port, instance=0)
         self.write(update)
+        self._groups.append(group)
+
+    def delete_multicast_groups(self):
+        """Deletes the groups this test inserted. BMv2 keeps its replication nodes across a
+        pipeline push while its P4Runtime server forgets the groups, so a group the next test
+        inserts with the same id would still replicate to the old ports."""
+        for group in self._groups:
+            update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.DELETE)
+            update.entity.packet_replication_engine_entry.multicast_group_entry.multicast_group_id = group
+            self.write(update)
+        self._groups = []
 
     # --- counters ------------------------------------------------------------------------
 
