@@ -184,17 +184,23 @@ func tetris(w *blWork, j *Job) []Worker {
 	return ws
 }
 
+// bestFit is the machine with the fewest free GPUs that still holds g (lowest id on ties), or -1.
+func bestFit(free []int, g int) MachineID {
+	best := MachineID(-1)
+	for m, f := range free {
+		if f >= g && (best < 0 || f < free[best]) {
+			best = MachineID(m)
+		}
+	}
+	return best
+}
+
 // consolidate follows Gandiva (Xiao et al., OSDI'18) and Tiresias (Gu et al., NSDI'19): pack a job
 // onto as few machines and racks as possible: best-fit machine, else the best-fit rack that holds
 // it (machines with most free GPUs first), else racks with the most free GPUs first.
 func consolidate(w *blWork, j *Job) []Worker {
 	g := j.GPUs
-	best := MachineID(-1)
-	for m, f := range w.free {
-		if f >= g && (best < 0 || f < w.free[best]) {
-			best = MachineID(m)
-		}
-	}
+	best := bestFit(w.free, g)
 	if best >= 0 {
 		return []Worker{{Machine: best, GPUs: g}}
 	}

@@ -117,20 +117,7 @@ func minFlow(rs []JobRate) float64 {
 // local, or by a saturated link on which no job has a higher flow.
 func checkMaxMin(t *testing.T, e *Estimator) {
 	t.Helper()
-	load := make([]float64, len(e.cap))
-	for _, j := range e.jobs {
-		for _, u := range j.uses {
-			load[u.res] += u.load(j.f, j.shares)
-		}
-	}
-	for r := range load {
-		if load[r] > e.cap[r]*(1+1e-9)+1e-6 {
-			t.Fatalf("%s overloaded: %v > %v", e.resName(int32(r)), load[r], e.cap[r])
-		}
-		if math.Abs(load[r]-e.load[r]) > 1e-6*math.Max(1, e.cap[r]) {
-			t.Fatalf("%s: tracked load %v, actual %v", e.resName(int32(r)), e.load[r], load[r])
-		}
-	}
+	load := checkCapacities(t, e)
 	for id, j := range e.jobs {
 		if j.f > j.demand*(1+1e-9) {
 			t.Fatalf("job %s above its compute bound", id)

@@ -153,12 +153,7 @@ func (p *netpackPolicy) syncJob(st *State, id string) {
 func (w *npWork) place(j *Job) (Placement, bool) {
 	g := j.GPUs
 	// A job that fits one machine needs no network: best fit (fewest free GPUs left), lowest id.
-	best := MachineID(-1)
-	for m, f := range w.free {
-		if f >= g && (best < 0 || f < w.free[best]) {
-			best = MachineID(m)
-		}
-	}
+	best := bestFit(w.free, g)
 	if best >= 0 {
 		return Placement{Job: j, Workers: []Worker{{Machine: best, GPUs: g}}, PS: best, INA: !w.noINA}, true
 	}

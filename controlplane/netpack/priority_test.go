@@ -55,8 +55,9 @@ func TestPriorityShareHandComputed(t *testing.T) {
 	}
 }
 
-// checkCapacities verifies no resource carries more than its capacity and tracked loads are right.
-func checkCapacities(t *testing.T, e *Estimator) {
+// checkCapacities verifies no resource carries more than its capacity and tracked loads are right;
+// it returns the load recomputed from the jobs.
+func checkCapacities(t *testing.T, e *Estimator) []float64 {
 	t.Helper()
 	load := make([]float64, len(e.cap))
 	for _, j := range e.jobs {
@@ -72,6 +73,7 @@ func checkCapacities(t *testing.T, e *Estimator) {
 			t.Fatalf("%s: tracked load %v, actual %v", e.resName(int32(r)), e.load[r], load[r])
 		}
 	}
+	return load
 }
 
 // With strict priority, adding a job never lowers the INA rate of a job of higher priority.

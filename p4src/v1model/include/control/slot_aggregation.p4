@@ -2,7 +2,7 @@
 // The aggregator slots and their state machine (docs/protocol.md, "Data packet from member worker"
 // steps 1-8, and the ATP-mode release by a result). BMv2 lets one pass read and write a register
 // freely, so this is the state machine written out directly; the TNA build splits it into
-// RegisterActions (p4src/tna/include/control/slot_aggregation.p4).
+// RegisterActions (p4src/tna/include/control/slot_state.p4 and slot_values.p4).
 #ifndef INA_V1MODEL_SLOT_AGGREGATION_P4
 #define INA_V1MODEL_SLOT_AGGREGATION_P4
 
