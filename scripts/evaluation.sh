@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates docs/evaluation.md and docs/img/* from the ITP week trace with the trace-driven
-# simulator (controlplane/sim). The trace is not shipped with the project: it is read from
+# simulator (sim). The trace is not shipped with the project: it is read from
 # ../shared/traces/ beside the clone (override with TRACE=...). Without it this says so and exits 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/inapack/inapack/controlplane/netpack"
+	"github.com/inapack/inapack/netpack"
 )
 
 func init() {

@@ -8,10 +8,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/inapack/inapack/controlplane/netpack"
-	"github.com/inapack/inapack/controlplane/sim"
-	"github.com/inapack/inapack/controlplane/sim/eval"
-	"github.com/inapack/inapack/controlplane/sim/trace"
+	"github.com/inapack/inapack/netpack"
+	"github.com/inapack/inapack/sim"
+	"github.com/inapack/inapack/sim/eval"
+	"github.com/inapack/inapack/sim/trace"
 )
 
 func init() {

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/inapack/inapack/controlplane/netpack"
+	"github.com/inapack/inapack/netpack"
 )
 
 // subcommand is one verb of the command; files in this directory add theirs with register in init.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/inapack/inapack/controlplane/netpack"
+	"github.com/inapack/inapack/netpack"
 )
 
 func init() {

@@ -20,7 +20,7 @@ func TestLoadClusterFlag(t *testing.T) {
 }
 
 func TestRunPlace(t *testing.T) {
-	data := "../../controlplane/netpack/testdata/"
+	data := "../../netpack/testdata/"
 	if err := runPlace([]string{"-cluster", data + "cluster.yaml", "-jobs", data + "jobs.yaml", "-json"}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,10 +8,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/inapack/inapack/controlplane/netpack"
-	"github.com/inapack/inapack/controlplane/sim"
-	"github.com/inapack/inapack/controlplane/sim/plot"
-	"github.com/inapack/inapack/controlplane/sim/trace"
+	"github.com/inapack/inapack/netpack"
+	"github.com/inapack/inapack/sim"
+	"github.com/inapack/inapack/sim/plot"
+	"github.com/inapack/inapack/sim/trace"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 )

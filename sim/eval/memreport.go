@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/inapack/inapack/controlplane/sim"
+	"github.com/inapack/inapack/sim"
 )
 
 // memSummary is what the side-by-side table quotes from the memory-bound experiment.

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/inapack/inapack/controlplane/netpack"
-	"github.com/inapack/inapack/controlplane/sim/trace"
+	"github.com/inapack/inapack/netpack"
+	"github.com/inapack/inapack/sim/trace"
 )
 
 // Bucket assigns a model to jobs whose GPU-hours (GPUs x duration / 3600) are below MaxGPUHours.

@@ -10,10 +10,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/inapack/inapack/controlplane/netpack"
-	"github.com/inapack/inapack/controlplane/sim"
-	"github.com/inapack/inapack/controlplane/sim/plot"
-	"github.com/inapack/inapack/controlplane/sim/trace"
+	"github.com/inapack/inapack/netpack"
+	"github.com/inapack/inapack/sim"
+	"github.com/inapack/inapack/sim/plot"
+	"github.com/inapack/inapack/sim/trace"
 )
 
 // Config selects the workload and how far the evaluation goes.

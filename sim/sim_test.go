@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inapack/inapack/controlplane/netpack"
+	"github.com/inapack/inapack/netpack"
 )
 
 // firstFit is a test policy: jobs in arrival order, workers first-fit in machine order, PS on

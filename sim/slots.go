@@ -3,7 +3,7 @@ package sim
 import (
 	"fmt"
 
-	"github.com/inapack/inapack/controlplane/netpack"
+	"github.com/inapack/inapack/netpack"
 )
 
 // SlotPolicy names how a ToR frees aggregator slots (docs/protocol.md: the switch's slot mode).

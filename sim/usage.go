@@ -1,7 +1,7 @@
 package sim
 
 import (
-	"github.com/inapack/inapack/controlplane/netpack"
+	"github.com/inapack/inapack/netpack"
 	"github.com/inapack/inapack/p4src/wire"
 )
 

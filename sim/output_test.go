@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inapack/inapack/controlplane/netpack"
+	"github.com/inapack/inapack/netpack"
 )
 
 func TestWriteJobsCSVAndSummary(t *testing.T) {

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/inapack/inapack/controlplane/netpack"
-	"github.com/inapack/inapack/controlplane/sim/trace"
+	"github.com/inapack/inapack/netpack"
+	"github.com/inapack/inapack/sim/trace"
 )
 
 func benchWorkload(b *testing.B, tr *trace.Trace, racks, perRack int) *Workload {
@@ -60,7 +60,7 @@ func benchScale(b *testing.B, pol string, machines, jobs int) {
 // BenchmarkWeekAllPolicies runs every policy on the ITP week (../shared/traces beside the
 // repository, when present; otherwise a synthetic trace of the same size) on 16 racks of 8 x 8 GPUs.
 func BenchmarkWeekAllPolicies(b *testing.B) {
-	path := filepath.Join("..", "..", "..", "shared", "traces", "itp-cluster04-week.csv")
+	path := filepath.Join("..", "..", "shared", "traces", "itp-cluster04-week.csv")
 	var tr *trace.Trace
 	var err error
 	if _, serr := os.Stat(path); serr == nil {

@@ -3,7 +3,7 @@ package sim
 import (
 	"fmt"
 
-	"github.com/inapack/inapack/controlplane/netpack"
+	"github.com/inapack/inapack/netpack"
 )
 
 // SetLinks overrides a cluster's NIC speed (Gbit/s) and ToR oversubscription (rack NICs :

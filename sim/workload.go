@@ -5,8 +5,8 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/inapack/inapack/controlplane/netpack"
-	"github.com/inapack/inapack/controlplane/sim/trace"
+	"github.com/inapack/inapack/netpack"
+	"github.com/inapack/inapack/sim/trace"
 )
 
 // Setup is everything about a run except the policy.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inapack/inapack/controlplane/sim/trace"
+	"github.com/inapack/inapack/sim/trace"
 )
 
 // A miniature evaluation: every section is produced, every linked plot exists, and the report

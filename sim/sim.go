@@ -10,7 +10,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/inapack/inapack/controlplane/netpack"
+	"github.com/inapack/inapack/netpack"
 )
 
 // Config is one simulation run.

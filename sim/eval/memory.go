@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/inapack/inapack/controlplane/netpack"
-	"github.com/inapack/inapack/controlplane/sim"
-	"github.com/inapack/inapack/controlplane/sim/trace"
+	"github.com/inapack/inapack/netpack"
+	"github.com/inapack/inapack/sim"
+	"github.com/inapack/inapack/sim/trace"
 )
 
 // MemoryBound is the experiment where switch memory, not links, is what jobs contend for:

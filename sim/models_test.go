@@ -4,8 +4,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/inapack/inapack/controlplane/netpack"
-	"github.com/inapack/inapack/controlplane/sim/trace"
+	"github.com/inapack/inapack/netpack"
+	"github.com/inapack/inapack/sim/trace"
 )
 
 func TestModelBuckets(t *testing.T) {
