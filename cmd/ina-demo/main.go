@@ -10,7 +10,9 @@
 // fallbacks to the PS; switch_preempted / switch_evicted: slots taken from / lost to another job;
 // stale, flushed, bypass), the PS's result count and status=ok; finally "demo: OK", or
 // "demo: FAIL: <reason>" and exit status 1. Everything it created (namespaces, links, processes)
-// is removed on exit, on failure and on SIGINT/SIGTERM; logs stay in -dir.
+// is recorded in -dir/owned.json and removed on exit, on failure and on SIGINT/SIGTERM; after a
+// SIGKILL the next run with the same -dir removes it. Nothing else is touched: names carry a
+// prefix unique to the run, so concurrent runs on one host do not meet. Logs stay in -dir.
 package main
 
 import (
@@ -50,13 +52,14 @@ type demo struct {
 	ps                                         host
 	topo                                       topology
 	procs                                      procs
+	owned                                      *ledger
 }
 
 func main() {
 	d := &demo{}
 	flag.StringVar(&d.bin, "bin", "build/bin", "directory of refswitch, inactl, ina-ps, ina-worker")
 	flag.StringVar(&d.dir, "dir", "build/demo", "directory for the generated config and the logs")
-	flag.StringVar(&d.prefix, "prefix", "ina", "prefix of the namespaces and links created")
+	flag.StringVar(&d.prefix, "prefix", "", "prefix of the namespaces and links created (default ina and 4 random hex digits)")
 	flag.StringVar(&d.target, "switch", "auto", "ref, bmv2, or auto (bmv2 when simple_switch_grpc and its JSON exist)")
 	flag.StringVar(&d.bmv2JSON, "bmv2-json", "", "BMv2 JSON of the P4 program (default build/p4/ina.json or build/ina.json)")
 	flag.Var(&d.jobs, "job", "JOB:WORKERS:PRIORITY[:on|off] (repeatable; default 1:2:1 and 2:2:5); the last field switches INA")
@@ -89,6 +92,9 @@ func main() {
 		_ = d.jobs.Set("1:2:1")
 		_ = d.jobs.Set("2:2:5")
 	}
+	if d.prefix == "" {
+		d.prefix = runPrefix()
+	}
 	if err := d.check(); err != nil {
 		fmt.Printf("demo: %v\n", err)
 		os.Exit(2)
@@ -103,7 +109,9 @@ func main() {
 	cancel()
 	stop()
 	d.procs.stopAll()
-	d.topo.teardown()
+	if d.owned != nil {
+		d.owned.cleanup()
+	}
 	if err != nil {
 		fmt.Printf("demo: FAIL: %v (logs in %s)\n", err, d.dir)
 		os.Exit(1)
@@ -112,6 +120,9 @@ func main() {
 
 // check rejects flag values the run cannot use, before anything is started.
 func (d *demo) check() error {
+	if err := validPrefix(d.prefix); err != nil {
+		return err
+	}
 	switch {
 	case d.activeSlots < 1 || d.activeSlots > wire.NumSlots:
 		return fmt.Errorf("-active-slots %d: want 1..%d", d.activeSlots, wire.NumSlots)
@@ -139,12 +150,15 @@ func (d *demo) run(ctx context.Context) error {
 	if err := os.MkdirAll(d.dir, 0o755); err != nil {
 		return err
 	}
-	d.procs.dir = d.dir
+	var err error
+	if d.owned, err = claimLedger(d.dir, func(s string) { fmt.Println("demo:", s) }); err != nil {
+		return err
+	}
+	d.procs.dir, d.procs.owned, d.topo.owned = d.dir, d.owned, d.owned
 	if err := d.layout(); err != nil {
 		return err
 	}
-	fmt.Printf("demo: switch=%s jobs=%d active_slots=%d size=%d iters=%d logs=%s\n", d.target, len(d.jobs), d.activeSlots, d.size, d.iters, d.dir)
-	cleanStale(d.prefix)
+	fmt.Printf("demo: switch=%s jobs=%d active_slots=%d size=%d iters=%d prefix=%s logs=%s\n", d.target, len(d.jobs), d.activeSlots, d.size, d.iters, d.prefix, d.dir)
 	if err := d.makeHosts(); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/rand"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,10 +17,12 @@ type host struct {
 	ip   string
 }
 
-// topology is the set of hosts the demo created, for teardown.
+// topology is the set of hosts the demo created; the ledger records each namespace and link as it
+// is made, for teardown.
 type topology struct {
 	prefix string
 	hosts  []host
+	owned  *ledger
 }
 
 func ipCmd(args ...string) error {
@@ -30,15 +33,22 @@ func ipCmd(args ...string) error {
 	return nil
 }
 
-// newHost creates namespace prefix-name with eth0 (MAC mac) whose peer prefix+"s"+port is the
+// addHost creates namespace prefix-name with eth0 (MAC mac) whose peer prefix+"s"+port is the
 // switch's port. No IP address is configured: the agents speak through AF_PACKET, and without an
-// address the kernel ignores INA frames instead of answering with ICMP.
+// address the kernel ignores INA frames instead of answering with ICMP. The namespace and the link
+// are recorded only once made, so a name that another run holds ("File exists") is never deleted.
 func (t *topology) addHost(name string, port int, mac, ip string) (host, error) {
 	h := host{name: t.prefix + "-" + name, port: port, link: fmt.Sprintf("%ss%d", t.prefix, port), mac: mac, ip: ip}
-	t.hosts = append(t.hosts, h) // registered first, so a half-made host is torn down too
+	if err := ipCmd("netns", "add", h.name); err != nil {
+		return h, err
+	}
+	t.owned.addNamespace(h.name)
+	if err := ipCmd("link", "add", h.link, "type", "veth", "peer", "name", h.link+"h"); err != nil {
+		return h, err
+	}
+	t.owned.addLink(h.link)
+	t.hosts = append(t.hosts, h)
 	steps := [][]string{
-		{"netns", "add", h.name},
-		{"link", "add", h.link, "type", "veth", "peer", "name", h.link + "h"},
 		{"link", "set", h.link + "h", "netns", h.name},
 		{"-n", h.name, "link", "set", h.link + "h", "name", "eth0"},
 		{"-n", h.name, "link", "set", "eth0", "address", mac},
@@ -60,48 +70,26 @@ func (t *topology) addHost(name string, port int, mac, ip string) (host, error) 
 	return h, nil
 }
 
-// teardown deletes every namespace and switch-side link the topology made (deleting a veth end
-// deletes its peer).
-func (t *topology) teardown() {
-	for _, h := range t.hosts {
-		_ = exec.Command("ip", "link", "del", h.link).Run()
-		_ = exec.Command("ip", "netns", "del", h.name).Run()
+// validPrefix checks a -prefix: the switch-side link prefix+"s"+port+"h" must fit the kernel's
+// 15-byte interface names (ports up to 511), and the name must be safe in ip(8) arguments.
+func validPrefix(p string) error {
+	if p == "" || len(p) > 10 {
+		return fmt.Errorf("-prefix %q: want 1 to 10 characters", p)
 	}
-	t.hosts = nil
+	for _, r := range p {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			return fmt.Errorf("-prefix %q: want lower-case letters and digits", p)
+		}
+	}
+	return nil
 }
 
-// cleanStale removes namespaces and links left by an earlier run with the same prefix that was
-// killed before it could tear down.
-func cleanStale(prefix string) {
-	out, _ := exec.Command("ip", "netns", "list").Output()
-	for _, line := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], prefix+"-") {
-			_ = exec.Command("ip", "netns", "del", f[0]).Run()
-		}
-	}
-	links, _ := exec.Command("ip", "-o", "link", "show").Output()
-	for _, line := range strings.Split(string(links), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		name, _, _ := strings.Cut(strings.TrimSuffix(f[1], ":"), "@")
-		if strings.HasPrefix(name, prefix+"s") && isDigits(strings.TrimPrefix(name, prefix+"s")) {
-			_ = exec.Command("ip", "link", "del", name).Run()
-		}
-	}
-}
-
-func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
+// runPrefix is a prefix unique to this run, so that concurrent runs on one host never share a
+// namespace or link name.
+func runPrefix() string {
+	var b [2]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("ina%02x%02x", b[0], b[1])
 }
 
 func isRoot() bool { return os.Geteuid() == 0 }

@@ -28,6 +28,7 @@ type procs struct {
 	all   []*proc
 	dir   string
 	trace bool
+	owned *ledger // records every child, so a later run can remove them if this one is killed
 }
 
 func (ps *procs) start(name string, onLine func(string), argv ...string) (*proc, error) {
@@ -37,7 +38,8 @@ func (ps *procs) start(name string, onLine func(string), argv ...string) (*proc,
 		return nil, err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Own process group, to stop a child with whatever it started; killed with the demo.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
@@ -49,6 +51,9 @@ func (ps *procs) start(name string, onLine func(string), argv ...string) (*proc,
 	ps.mu.Lock()
 	ps.all = append(ps.all, p)
 	ps.mu.Unlock()
+	if ps.owned != nil {
+		ps.owned.addProc(name, cmd.Process.Pid)
+	}
 	scanned := make(chan struct{})
 	go func() {
 		defer close(scanned)

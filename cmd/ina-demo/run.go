@@ -33,6 +33,8 @@ func (d *demo) startController(ctx context.Context) error {
 	for {
 		sts, err := c.Status(ctx)
 		if err == nil && len(sts) == 1 && sts[0].Connected && sts[0].PipelinePushes > 0 && sts[0].Reconciles > 0 && sts[0].Snapshot != nil {
+			fmt.Printf("demo: controller ready: metrics http://%s/metrics, job API %s (%s status --api %s)\n",
+				d.metricsAddr, d.apiAddr, filepath.Join(d.bin, "inactl"), d.apiAddr)
 			return nil
 		}
 		select {

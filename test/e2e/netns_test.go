@@ -50,8 +50,7 @@ func TestMain(m *testing.M) {
 }
 
 // demoRun runs cmd/ina-demo and returns its output; it skips when the machine lacks what the run
-// needs. Its namespaces and links are prefixed "ag" and this process's id: ina-demo removes
-// leftovers of its own prefix first, which must not be a concurrent run's live links.
+// needs. ina-demo names its namespaces and links with a prefix unique to the run.
 func demoRun(t *testing.T, args ...string) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -61,7 +60,7 @@ func demoRun(t *testing.T, args ...string) string {
 		t.Skip("SKIP: iproute2 (ip) not on PATH")
 	}
 	bin := binDir(t)
-	cmd := exec.Command(filepath.Join(bin, "ina-demo"), append([]string{"-bin", bin, "-dir", t.TempDir(), "-prefix", fmt.Sprintf("ag%d", os.Getpid()%10000)}, args...)...)
+	cmd := exec.Command(filepath.Join(bin, "ina-demo"), append([]string{"-bin", bin, "-dir", t.TempDir()}, args...)...)
 	cmd.Dir = filepath.Join("..", "..")
 	out, err := cmd.CombinedOutput()
 	t.Logf("ina-demo %s:\n%s", strings.Join(args, " "), out)
