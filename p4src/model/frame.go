@@ -70,8 +70,8 @@ func setValues(f []byte, v *[wire.NumValues]int32) {
 
 // toPS copies an INA frame addressed to a job's PS: dst MAC and dst IP from ina_ps; the source
 // addresses, TTL and everything else are kept.
-func toPS(in []byte, ps *PSEntry) []byte {
-	f := make([]byte, len(in))
+func (s *Switch) toPS(in []byte, ps *PSEntry) []byte {
+	f := s.frame(len(in))
 	copy(f, in)
 	copy(f[0:6], ps.MAC[:])
 	copy(f[offIPDst:offIPDst+4], ps.IP[:])

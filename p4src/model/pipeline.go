@@ -19,13 +19,33 @@ const (
 // Process runs one packet through parser, ingress, PRE and egress and returns the packets that
 // leave, in order. frame is not modified or retained.
 func (s *Switch) Process(inPort uint16, frame []byte) []Output {
+	return s.ProcessAppend(nil, inPort, frame)
+}
+
+// ProcessAppend is Process appending the packets that leave to dst: with a dst of spare capacity
+// and a recycling NewFrame, processing a packet allocates nothing.
+func (s *Switch) ProcessAppend(dst []Output, inPort uint16, frame []byte) []Output {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	outs, k := s.ingress(inPort, frame)
 	for i := range outs {
 		s.egress(&outs[i], k)
 	}
-	return outs
+	return append(dst, outs...)
+}
+
+// frame returns a buffer for an emitted frame of n bytes.
+func (s *Switch) frame(n int) []byte {
+	if s.NewFrame != nil {
+		return s.NewFrame(n)[:n]
+	}
+	return make([]byte, n)
+}
+
+// single is a one-packet output, in scratch space that ProcessAppend copies out.
+func (s *Switch) single(port uint16, f []byte) []Output {
+	s.one[0] = Output{Port: port, Frame: f}
+	return s.one[:]
 }
 
 // ingress is the parser and the ingress control: it classifies the packet and returns where it goes.
@@ -53,13 +73,13 @@ func (s *Switch) ipv4(f []byte) []Output {
 		if !r.Prefix.Contains(dst) {
 			continue
 		}
-		out := make([]byte, len(f))
+		out := s.frame(len(f))
 		copy(out, f)
 		copy(out[6:12], f[0:6]) // src mac := old dst mac
 		copy(out[0:6], r.DstMAC[:])
 		out[offIPTTL]--
 		s.count(noJob, wire.EventIPv4Forwarded, len(f))
-		return []Output{{Port: r.Port, Frame: out}}
+		return s.single(r.Port, out)
 	}
 	s.count(noJob, wire.EventIPv4Dropped, len(f))
 	return nil
@@ -95,7 +115,7 @@ func (s *Switch) ina(inPort uint16, f []byte) ([]Output, kind) {
 		return s.worker(&h, &e, f), kindData
 	case ok && h.typ == uint8(wire.TypeData) && e.Role == RoleTransit:
 		s.count(job, wire.EventTransit, n)
-		return s.out(h.job, toPS(f, &s.ps[h.job].PSEntry)), kindData
+		return s.out(h.job, s.toPS(f, &s.ps[h.job].PSEntry)), kindData
 	}
 	s.count(job, wire.EventDropBadPort, n)
 	return nil, kindData
@@ -103,7 +123,7 @@ func (s *Switch) ina(inPort uint16, f []byte) ([]Output, kind) {
 
 // out wraps one frame going to job's PS port.
 func (s *Switch) out(job uint16, f []byte) []Output {
-	return []Output{{Port: s.ps[job].Port, Frame: f}}
+	return s.single(s.ps[job].Port, f)
 }
 
 // result replicates a result to the job's multicast group; in ATP mode it frees the slot first.
@@ -118,12 +138,13 @@ func (s *Switch) result(h *inaHeader, e *JobEntry, f []byte) []Output {
 	if len(ports) == 0 {
 		return nil
 	}
-	outs := make([]Output, len(ports))
-	for i, p := range ports {
-		c := make([]byte, len(f))
+	outs := s.multi[:0]
+	for _, p := range ports {
+		c := s.frame(len(f))
 		copy(c, f)
-		outs[i] = Output{Port: p, Frame: c}
+		outs = append(outs, Output{Port: p, Frame: c})
 	}
+	s.multi = outs
 	return outs
 }
 

@@ -49,6 +49,9 @@ type Switch struct {
 	// QueueDepth reports the egress queue depth (enq_qdepth) of a port for ECN marking; nil means 0.
 	// It is called with the switch locked and must not call back into the Switch.
 	QueueDepth func(port uint16) uint32
+	// NewFrame, when set, returns the n-byte buffer of an emitted frame (the reference switch
+	// recycles them); nil allocates. It is called with the switch locked.
+	NewFrame func(n int) []byte
 
 	mu        sync.Mutex
 	settings  Settings
@@ -59,6 +62,8 @@ type Switch struct {
 	events    [wire.NumEvents]Counter
 	jobEvents [wire.MaxJobs][wire.NumEvents]Counter
 	slots     [wire.NumSlots]Slot
+	one       [1]Output // the single output of most packets, copied out by ProcessAppend
+	multi     []Output  // a result's replicas, likewise
 }
 
 // New returns a switch in the state of a freshly pushed pipeline.

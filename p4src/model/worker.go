@@ -21,7 +21,7 @@ func (s *Switch) worker(h *inaHeader, e *JobEntry, f []byte) []Output {
 
 	// unaggregated sends the packet's own contribution to j's PS with the named flag.
 	unaggregated := func(named wire.Flags, ev wire.Event) []Output {
-		o := toPS(f, ps)
+		o := s.toPS(f, ps)
 		setINA(o, p, flags|named, h.job, h.seq, bit)
 		s.count(j, ev, n)
 		return s.out(h.job, o)
@@ -88,7 +88,7 @@ func (s *Switch) own(h *inaHeader, e *JobEntry, sl *Slot, f []byte, flags wire.F
 		s.count(j, wire.EventAggregated, n)
 		return nil
 	}
-	o := toPS(f, &s.ps[h.job].PSEntry)
+	o := s.toPS(f, &s.ps[h.job].PSEntry)
 	setINA(o, p, flags|sl.flags(), h.job, h.seq, sl.Bitmap)
 	setValues(o, &sl.Values)
 	if ev == wire.EventCompleted && s.settings.ReleaseOnResult {
@@ -107,7 +107,7 @@ func (s *Switch) evict(sl *Slot, f []byte, named wire.Flags) []Output {
 	if !s.ps[sl.Job].ok {
 		return nil
 	}
-	o := toPS(f, &s.ps[sl.Job].PSEntry)
+	o := s.toPS(f, &s.ps[sl.Job].PSEntry)
 	setINA(o, sl.Priority, named|sl.flags(), sl.Job, sl.Seq, sl.Bitmap)
 	setValues(o, &sl.Values)
 	return s.out(sl.Job, o)
