@@ -1,0 +1,105 @@
+package afring
+
+import (
+	"encoding/binary"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Receive calls fn for each frame waiting in the RX ring, at most max of them (max <= 0: no
+// limit), and returns how many it handed over. When none is waiting it first waits up to timeout
+// (negative: until a frame arrives or Close; zero: not at all). The frame passed to fn is the ring
+// slot itself (or a scratch buffer when an 802.1Q tag has to be put back): it is valid only until
+// fn returns.
+//
+// The kernel strips an 802.1Q or 802.1ad tag from a received frame before AF_PACKET sees it and
+// reports it beside the frame; Receive puts it back, so fn sees the frame as it was on the wire.
+func (s *Socket) Receive(timeout time.Duration, max int, fn func(frame []byte)) (int, error) {
+	s.rxMu.Lock()
+	defer s.rxMu.Unlock()
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	for {
+		n := s.drain(max, fn)
+		if n > 0 || timeout == 0 {
+			return n, nil
+		}
+		wait := timeout
+		if timeout > 0 {
+			if wait = time.Until(deadline); wait <= 0 {
+				return 0, nil
+			}
+		}
+		if err := s.poll(unix.POLLIN, wait); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// drain hands every ready slot to fn and gives it back to the kernel.
+func (s *Socket) drain(max int, fn func([]byte)) int {
+	n := 0
+	for max <= 0 || n < max {
+		h := s.hdr(s.rx, s.rxHead)
+		st := status(h)
+		if st&unix.TP_STATUS_USER == 0 {
+			break
+		}
+		slot := s.rx[s.rxHead*s.frameSize : (s.rxHead+1)*s.frameSize]
+		off, snap := int(h.Mac), int(h.Snaplen)
+		switch {
+		case off+snap > len(slot) || snap < int(h.Len):
+			s.st.truncated.Add(1)
+		case st&unix.TP_STATUS_VLAN_VALID != 0 && snap >= 12:
+			tpid := uint16(unix.ETH_P_8021Q)
+			if st&unix.TP_STATUS_VLAN_TPID_VALID != 0 && h.Vlan_tpid != 0 {
+				tpid = h.Vlan_tpid
+			}
+			f := s.scratch[:snap+4]
+			copy(f, slot[off:off+12])
+			binary.BigEndian.PutUint16(f[12:], tpid)
+			binary.BigEndian.PutUint16(f[14:], h.Vlan_tci)
+			copy(f[16:], slot[off+12:off+snap])
+			s.st.vlan.Add(1)
+			s.st.rx.Add(1)
+			fn(f)
+		default:
+			s.st.rx.Add(1)
+			fn(slot[off : off+snap])
+		}
+		atomic.StoreUint32(&h.Status, unix.TP_STATUS_KERNEL)
+		s.rxHead++
+		if s.rxHead == s.rxN {
+			s.rxHead = 0
+		}
+		n++
+	}
+	return n
+}
+
+// poll waits for events on the socket, for Close, or for timeout (negative: no limit).
+func (s *Socket) poll(events int16, timeout time.Duration) error {
+	fds := [2]unix.PollFd{{Fd: int32(s.fd), Events: events}, {Fd: int32(s.wake), Events: unix.POLLIN}}
+	var ts *unix.Timespec
+	if timeout >= 0 {
+		t := unix.NsecToTimespec(int64(timeout))
+		ts = &t
+	}
+	s.st.polls.Add(1)
+	_, err := unix.Ppoll(fds[:], ts, nil)
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if err != nil && !errors.Is(err, unix.EINTR) {
+		return err
+	}
+	return nil
+}
