@@ -30,6 +30,7 @@ type Config struct {
 	Faults    FaultConfig
 	Rates     map[uint16]float64 // per-port egress rate limit, Mbit/s
 	QueueLen  int                // egress queue bound in packets; default DefaultQueueLen
+	Ring      RingConfig         // AF_PACKET ring sizes per port
 	StatsAddr string             // loopback HTTP address serving GET /stats; empty: none
 	Logger    *slog.Logger
 	// Switch is the model to serve; nil makes a new one.
@@ -43,6 +44,11 @@ const (
 	DefaultGRPCAddr = "127.0.0.1:9559"
 	DefaultQueueLen = 64
 )
+
+// RingConfig sizes each port's AF_PACKET rings, in frames of up to 16 KiB (zero: defaults).
+type RingConfig struct {
+	RXFrames, TXFrames int
+}
 
 // ParsePort parses N@ifname.
 func ParsePort(s string) (PortSpec, error) {

@@ -15,10 +15,31 @@ import (
 func socketless(queueLen int, ports ...uint16) *dataplane {
 	d := &dataplane{sw: model.New(), log: slog.New(slog.DiscardHandler), ports: map[uint16]*port{}}
 	for _, p := range ports {
-		d.ports[p] = &port{num: p, queue: make(chan []byte, queueLen)}
+		d.ports[p] = &port{num: p, q: newEgressQueue(queueLen)}
 	}
-	d.sw.QueueDepth = func(p uint16) uint32 { return uint32(len(d.ports[p].queue)) }
+	d.index()
+	d.sw.QueueDepth = func(p uint16) uint32 { return uint32(d.ports[p].q.depth.Load()) }
 	return d
+}
+
+// process runs one frame as a port's reader does.
+func (d *dataplane) processOne(in uint16, frame []byte) { d.process(&rxState{}, in, frame) }
+
+// queued is the number of frames in a port's egress queue.
+func (d *dataplane) queued(p uint16) int { return int(d.ports[p].q.depth.Load()) }
+
+// pop takes the oldest frame of a port's egress queue.
+func (d *dataplane) pop(p uint16) []byte {
+	q := &d.ports[p].q
+	f := q.popAll(nil)
+	if len(f) == 0 {
+		return nil
+	}
+	q.depth.Add(-int64(len(f)))
+	for _, g := range f[1:] { // the rest goes back, in order
+		q.push(g)
+	}
+	return f[0]
 }
 
 func TestTailDropAndNoPipeline(t *testing.T) {
@@ -27,22 +48,22 @@ func TestTailDropAndNoPipeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := ipv4Frame(net.IP{10, 0, 0, 1})
-	d.process(0, f)
-	if d.counters.noPipeline.Load() != 1 || len(d.ports[0].queue) != 0 {
+	d.processOne(0, f)
+	if d.counters.noPipeline.Load() != 1 || d.queued(0) != 0 {
 		t.Fatal("a frame was forwarded before any pipeline was pushed")
 	}
 	d.configured.Store(true)
 	for range 3 {
-		d.process(0, f)
+		d.processOne(0, f)
 	}
-	if len(d.ports[0].queue) != 2 || d.ports[0].st.TailDrops.Load() != 1 {
-		t.Fatalf("queue %d, tail drops %d; want 2 and 1", len(d.ports[0].queue), d.ports[0].st.TailDrops.Load())
+	if d.queued(0) != 2 || d.ports[0].st.TailDrops.Load() != 1 {
+		t.Fatalf("queue %d, tail drops %d; want 2 and 1", d.queued(0), d.ports[0].st.TailDrops.Load())
 	}
 	// A route to a port with no interface is counted, not a crash.
 	if err := d.sw.SetRoute(model.Route{Prefix: netip.MustParsePrefix("10.9.0.0/16"), Port: 9}); err != nil {
 		t.Fatal(err)
 	}
-	d.process(0, ipv4Frame(net.IP{10, 9, 0, 1}))
+	d.processOne(0, ipv4Frame(net.IP{10, 9, 0, 1}))
 	if d.counters.noPort.Load() != 1 {
 		t.Fatal("no_port_drops not counted")
 	}
@@ -66,11 +87,11 @@ func TestQueueDepthMarksECN(t *testing.T) {
 	st.ECNThreshold = 2
 	d.sw.SetSettings(st)
 	for i := range 4 {
-		d.process(1, dataFrame(7, 0, uint32(i), 1))
+		d.processOne(1, dataFrame(7, 0, uint32(i), 1))
 	}
 	var marked []bool
 	for range 4 {
-		f, ok := inaOf(<-d.ports[3].queue)
+		f, ok := inaOf(d.pop(3))
 		if !ok {
 			t.Fatal("not an INA frame")
 		}

@@ -39,30 +39,30 @@ func newInjector(cfg FaultConfig, port uint16, st *portCounters) *injector {
 	return &injector{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(port))), st: st}
 }
 
-// apply returns the packets to send now, in order. Every packet draws the same three numbers,
-// so one fault never shifts the decisions taken for later packets.
-func (in *injector) apply(f []byte) [][]byte {
+// apply returns the packets to send now, in order (out[:n]). Every packet draws the same three
+// numbers, so one fault never shifts the decisions taken for later packets.
+func (in *injector) apply(f []byte) (out [3][]byte, n int) {
 	lose, dup, reorder := in.rng.Float64() < in.cfg.Loss, in.rng.Float64() < in.cfg.Dup, in.rng.Float64() < in.cfg.Reorder
 	if lose {
 		in.st.FaultLost.Add(1)
-		return nil
+		return out, 0
 	}
-	out := [][]byte{f}
+	out[0], n = f, 1
 	if dup {
 		in.st.FaultDuplicated.Add(1)
-		out = append(out, f)
+		out[1], n = f, 2
 	}
 	if in.held != nil {
-		out = append(out, in.held)
+		out[n] = in.held
 		in.held = nil
-		return out
+		return out, n + 1
 	}
 	if reorder {
 		in.st.FaultReordered.Add(1)
-		in.held = out[len(out)-1]
-		out = out[:len(out)-1]
+		in.held = out[n-1]
+		n--
 	}
-	return out
+	return out, n
 }
 
 // flush releases a held packet when no later packet came to overtake it.

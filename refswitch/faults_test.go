@@ -12,7 +12,8 @@ func runFaults(cfg FaultConfig, port uint16, n int) ([]int, *portCounters) {
 	in := newInjector(cfg, port, st)
 	var out []int
 	for i := range n {
-		for _, f := range in.apply([]byte{byte(i >> 8), byte(i)}) {
+		sent, n := in.apply([]byte{byte(i >> 8), byte(i)})
+		for _, f := range sent[:n] {
 			out = append(out, int(f[0])<<8|int(f[1]))
 		}
 	}
@@ -67,12 +68,12 @@ func TestNoFaultsIsIdentity(t *testing.T) {
 
 func TestReorderSwapsWithNext(t *testing.T) {
 	in := newInjector(FaultConfig{Reorder: 1}, 0, &portCounters{})
-	if out := in.apply([]byte{1}); len(out) != 0 {
-		t.Fatalf("first packet not held: %v", out)
+	if out, n := in.apply([]byte{1}); n != 0 {
+		t.Fatalf("first packet not held: %v", out[:n])
 	}
-	out := in.apply([]byte{2})
-	if len(out) != 2 || out[0][0] != 2 || out[1][0] != 1 {
-		t.Fatalf("want 2 then 1, got %v", out)
+	out, n := in.apply([]byte{2})
+	if n != 2 || out[0][0] != 2 || out[1][0] != 1 {
+		t.Fatalf("want 2 then 1, got %v", out[:n])
 	}
 }
 

@@ -35,11 +35,11 @@ func Run(ctx context.Context, cfg Config) error {
 	d := &dataplane{sw: sw, log: log, ports: map[uint16]*port{}}
 	defer func() {
 		for _, p := range d.ports {
-			p.conn.Close()
+			p.sock.Close()
 		}
 	}()
 	for _, spec := range cfg.Ports {
-		p, err := openPort(spec, cfg.QueueLen)
+		p, err := openPort(spec, cfg.QueueLen, cfg.Ring)
 		if err != nil {
 			return err
 		}

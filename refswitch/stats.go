@@ -55,7 +55,7 @@ func (d *dataplane) stats() Stats {
 			Port: p.num, Interface: p.ifname,
 			RxPackets: c.RxPackets.Load(), RxBytes: c.RxBytes.Load(), RxErrors: c.RxErrors.Load(),
 			TxPackets: c.TxPackets.Load(), TxBytes: c.TxBytes.Load(), TxErrors: c.TxErrors.Load(),
-			TailDrops: c.TailDrops.Load(), QueueDepth: len(p.queue),
+			TailDrops: c.TailDrops.Load(), QueueDepth: int(p.q.depth.Load()),
 			FaultLost: c.FaultLost.Load(), FaultDuplicated: c.FaultDuplicated.Load(), FaultReordered: c.FaultReordered.Load(),
 		})
 	}

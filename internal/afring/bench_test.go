@@ -13,14 +13,14 @@ import (
 
 // endpoint is one way of moving frames over AF_PACKET, for the comparison below.
 type endpoint struct {
-	send  func([]byte)   // queue or send one frame
-	flush func()         // after a batch of sends
-	recv  func(int) int  // receive what is waiting (blocking up to 1 ms), return how many
+	send  func([]byte)  // queue or send one frame
+	flush func()        // after a batch of sends
+	recv  func(int) int // receive what is waiting (blocking up to 1 ms), return how many
 	close func()
 }
 
-func ringEndpoint(b *testing.B, name string) endpoint {
-	s := open(b, name, Config{})
+func ringEndpoint(b *testing.B, name string, blocking bool) endpoint {
+	s := open(b, name, Config{Blocking: blocking})
 	return endpoint{
 		send:  func(f []byte) { _ = s.Queue(f) },
 		flush: func() { _ = s.Flush() },
@@ -96,7 +96,8 @@ func BenchmarkIO(b *testing.B) {
 		name string
 		open func(*testing.B, string) endpoint
 	}{
-		{"afring", ringEndpoint},
+		{"afring", func(b *testing.B, n string) endpoint { return ringEndpoint(b, n, false) }},
+		{"afring-blocking", func(b *testing.B, n string) endpoint { return ringEndpoint(b, n, true) }},
 		{"gopacket-v3", func(b *testing.B, n string) endpoint { return gopacketEndpoint(b, n, afpacket.TPacketVersion3) }},
 		{"gopacket-v2", func(b *testing.B, n string) endpoint { return gopacketEndpoint(b, n, afpacket.TPacketVersion2) }},
 		{"mdlayher-packet", packetEndpoint},

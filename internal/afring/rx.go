@@ -3,6 +3,7 @@ package afring
 import (
 	"encoding/binary"
 	"errors"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -38,10 +39,56 @@ func (s *Socket) Receive(timeout time.Duration, max int, fn func(frame []byte)) 
 				return 0, nil
 			}
 		}
-		if err := s.poll(unix.POLLIN, wait); err != nil {
+		if err := s.wait(unix.POLLIN, wait); err != nil {
 			return 0, err
 		}
 	}
+}
+
+// wait returns when the socket may have events (a frame in the RX ring for POLLIN, a free TX
+// slot for POLLOUT), on Close, or after timeout (negative: no limit).
+func (s *Socket) wait(events int16, timeout time.Duration) error {
+	if s.raw == nil {
+		return s.poll(events, timeout)
+	}
+	s.st.polls.Add(1)
+	var dl time.Time
+	if timeout >= 0 {
+		dl = time.Now().Add(timeout)
+	}
+	var err error
+	first := true
+	// The first call of the callback only arms the poller (it reports "not ready"), so an
+	// event that arrives after the caller's last look at the ring is not missed.
+	ready := func(uintptr) bool {
+		if first {
+			first = false
+			return s.ready(events)
+		}
+		return true
+	}
+	if events == unix.POLLIN {
+		_ = s.file.SetReadDeadline(dl)
+		err = s.raw.Read(ready)
+	} else {
+		_ = s.file.SetWriteDeadline(dl)
+		err = s.raw.Write(ready)
+	}
+	switch {
+	case s.closed.Load():
+		return ErrClosed
+	case err == nil || errors.Is(err, os.ErrDeadlineExceeded):
+		return nil
+	}
+	return err
+}
+
+// ready reports whether the ring already has what events waits for.
+func (s *Socket) ready(events int16) bool {
+	if events == unix.POLLIN {
+		return status(s.hdr(s.rx, s.rxHead))&unix.TP_STATUS_USER != 0
+	}
+	return status(s.hdr(s.tx, s.txHead)) == unix.TP_STATUS_AVAILABLE
 }
 
 // drain hands every ready slot to fn and gives it back to the kernel.

@@ -35,7 +35,7 @@ func (s *Socket) Queue(frame []byte) error {
 		if status(h) == unix.TP_STATUS_AVAILABLE {
 			break
 		}
-		if err := s.poll(unix.POLLOUT, 10*time.Millisecond); err != nil {
+		if err := s.wait(unix.POLLOUT, 10*time.Millisecond); err != nil {
 			return err
 		}
 	}
