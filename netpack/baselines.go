@@ -5,15 +5,27 @@ import (
 	"slices"
 )
 
-// Baselines: FIFO admission with backfilling (admitFIFO), INA on for every job but ignored when
-// placing, equal ESA priority (0) for all, as in the paper's comparison. Each differs only in how
-// it picks machines and the PS.
+// Baselines, as in the paper's comparison: INA enabled for every job but ignored when placing.
+// Admission and ESA priority are not theirs to choose: every policy gets the same ones (Compose).
+// Each differs from the others only in how it picks machines and the PS; the PS is put where the
+// baseline's own rule would put it among the machines of its workers' racks (a single-machine job
+// keeps its PS on its machine: no baseline would send traffic it can avoid).
 func init() {
-	register("gpu-balance", func(o Options) Policy { return &baseline{"gpu-balance", o, gpuBalance, psOnLargestWorker} })
-	register("flow-balance", func(o Options) Policy { return &baseline{"flow-balance", o, flowBalance, psFewestFlows} })
-	register("min-frag", func(o Options) Policy { return &baseline{"min-frag", o, minFrag, psOnLargestWorker} })
-	register("tetris", func(o Options) Policy { return &baseline{"tetris", o, tetris, psMostSpareBandwidth} })
-	register("gandiva", func(o Options) Policy { return &baseline{"gandiva", o, consolidate, psOnLargestWorker} })
+	register("gpu-balance", func(o Options) Placer {
+		return &baseline{name: "gpu-balance", opt: o, place: gpuBalance, ps: psOnLargestWorker}
+	})
+	register("flow-balance", func(o Options) Placer {
+		return &baseline{name: "flow-balance", opt: o, place: flowBalance, ps: psFewestFlows}
+	})
+	register("min-frag", func(o Options) Placer {
+		return &baseline{name: "min-frag", opt: o, place: minFrag, ps: psOnLargestWorker}
+	})
+	register("tetris", func(o Options) Placer {
+		return &baseline{name: "tetris", opt: o, place: tetris, ps: psMostSpareBandwidth}
+	})
+	register("gandiva", func(o Options) Placer {
+		return &baseline{name: "gandiva", opt: o, place: consolidate, ps: psOnLargestWorker}
+	})
 }
 
 type baseline struct {
@@ -21,6 +33,7 @@ type baseline struct {
 	opt   Options
 	place func(w *blWork, j *Job) []Worker
 	ps    func(w *blWork, ws []Worker) MachineID
+	w     *blWork
 }
 
 // blWork is what the baselines see: free GPUs, and per machine NIC the number of streams ending
@@ -28,7 +41,9 @@ type baseline struct {
 // profiles but not the network equilibrium would.
 type blWork struct {
 	c        *Cluster
+	st       *State
 	free     []int
+	freeSum  int
 	flows    []int
 	demand   []float64
 	rackFree []int
@@ -36,8 +51,8 @@ type blWork struct {
 
 func (b *baseline) Name() string { return b.name }
 
-func (b *baseline) Schedule(st *State, waiting []*Job) []Placement {
-	w := &blWork{c: st.Cluster, free: slices.Clone(st.free), flows: make([]int, len(st.free)),
+func (b *baseline) Begin(st *State) {
+	w := &blWork{c: st.Cluster, st: st, free: slices.Clone(st.free), freeSum: st.freeSum, flows: make([]int, len(st.free)),
 		demand: make([]float64, len(st.free)), rackFree: make([]int, len(st.Cluster.Racks))}
 	for m, f := range w.free {
 		w.rackFree[st.Cluster.Machines[m].Rack] += f
@@ -45,26 +60,50 @@ func (b *baseline) Schedule(st *State, waiting []*Job) []Placement {
 	for i := range st.Running {
 		w.addTraffic(&st.Running[i])
 	}
-	var out []Placement
-	for _, j := range admitFIFO(st, waiting) {
-		ws := b.place(w, j)
-		if ws == nil {
-			continue
-		}
-		sortWorkers(ws)
-		p := Placement{Job: j, Workers: ws, PS: b.ps(w, ws), INA: !b.opt.NoINA}
-		for _, wk := range ws {
-			w.free[wk.Machine] -= wk.GPUs
-			w.rackFree[w.c.Machines[wk.Machine].Rack] -= wk.GPUs
-		}
-		w.addTraffic(&p)
-		out = append(out, p)
+	b.w = w
+}
+
+func (b *baseline) Place(j *Job) (Placement, bool) {
+	w := b.w
+	if !placeable(w.st, j, w.freeSum) {
+		return Placement{}, false
 	}
-	return out
+	ws := b.place(w, j)
+	if ws == nil {
+		return Placement{}, false
+	}
+	sortWorkers(ws)
+	ps := ws[0].Machine
+	if len(ws) > 1 {
+		ps = b.ps(w, ws)
+	}
+	p := Placement{Job: j, Workers: ws, PS: ps, INA: !b.opt.NoINA}
+	for _, wk := range ws {
+		w.free[wk.Machine] -= wk.GPUs
+		w.rackFree[w.c.Machines[wk.Machine].Rack] -= wk.GPUs
+	}
+	w.freeSum -= j.GPUs
+	w.addTraffic(&p)
+	return p, true
+}
+
+func (b *baseline) End(placed []Placement) []Placement {
+	b.w = nil
+	return placed
+}
+
+// placeable reports whether a placer may try j now: a valid job, not running, no larger than
+// the GPUs still free in the round.
+func placeable(st *State, j *Job, free int) bool {
+	if j == nil || j.Validate(nil) != nil || j.GPUs > free {
+		return false
+	}
+	_, running := st.index[j.ID]
+	return !running
 }
 
 func (w *blWork) addTraffic(p *Placement) {
-	d := p.Job.Model.GradientBytes / p.Job.Model.ComputeSec
+	d := p.Job.Model.scoreDemand()
 	for _, wk := range p.Workers {
 		if wk.Machine != p.PS {
 			w.flows[wk.Machine]++
@@ -155,7 +194,7 @@ func minFrag(w *blWork, j *Job) []Worker {
 // the normalised demand vector (GPUs taken, one stream's bandwidth) and the machine's normalised
 // free vector (free GPUs, NIC capacity not yet promised to streams).
 func tetris(w *blWork, j *Job) []Worker {
-	d := j.Model.GradientBytes / j.Model.ComputeSec
+	d := j.Model.scoreDemand()
 	g := j.GPUs
 	taken := map[MachineID]bool{}
 	var ws []Worker
@@ -244,21 +283,48 @@ func psOnLargestWorker(_ *blWork, ws []Worker) MachineID {
 	return best.Machine
 }
 
-func psFewestFlows(w *blWork, _ []Worker) MachineID {
-	best := MachineID(0)
-	for m := range w.flows {
-		if w.flows[m] < w.flows[best] {
-			best = MachineID(m)
+// workerRackMachines lists every machine in the racks of ws, in id order.
+func (w *blWork) workerRackMachines(ws []Worker) []MachineID {
+	var out []MachineID
+	last := -1
+	for _, wk := range ws {
+		r := w.c.Machines[wk.Machine].Rack
+		if r == last {
+			continue
+		}
+		last = r
+		rk := &w.c.Racks[r]
+		for m := rk.First; m < rk.First+MachineID(rk.Count); m++ {
+			out = append(out, m)
 		}
 	}
-	return best
+	return out
 }
 
-func psMostSpareBandwidth(w *blWork, _ []Worker) MachineID {
-	best, bestS := MachineID(0), math.Inf(-1)
-	for m := range w.demand {
-		if s := w.c.Machines[m].NICGbps*1e9/8 - w.demand[m]; s > bestS {
-			best, bestS = MachineID(m), s
+// psFewestFlows is flow-balance's rule for the PS: among the machines of the workers' racks,
+// the one whose NIC ends the fewest streams (a worker machine on ties: it saves a stream).
+func psFewestFlows(w *blWork, ws []Worker) MachineID {
+	return w.bestPSIn(ws, func(m MachineID) float64 { return -float64(w.flows[m]) })
+}
+
+// psMostSpareBandwidth is tetris's rule for the PS: among the machines of the workers' racks,
+// the one with the most NIC bandwidth not yet promised to streams (a worker machine on ties).
+func psMostSpareBandwidth(w *blWork, ws []Worker) MachineID {
+	return w.bestPSIn(ws, func(m MachineID) float64 { return w.c.Machines[m].NICGbps*1e9/8 - w.demand[m] })
+}
+
+// bestPSIn is the machine of the workers' racks with the highest score; ties go to a worker
+// machine, then the lowest id.
+func (w *blWork) bestPSIn(ws []Worker, score func(MachineID) float64) MachineID {
+	isWorker := func(m MachineID) bool {
+		_, ok := slices.BinarySearchFunc(ws, m, func(x Worker, m MachineID) int { return int(x.Machine) - int(m) })
+		return ok
+	}
+	best, bestS, bestW := MachineID(-1), math.Inf(-1), false
+	for _, m := range w.workerRackMachines(ws) {
+		s, wk := score(m), isWorker(m)
+		if s > bestS || (s == bestS && wk && !bestW) {
+			best, bestS, bestW = m, s, wk
 		}
 	}
 	return best

@@ -40,7 +40,7 @@ type Estimator struct {
 // ejob is one job inside the estimator.
 type ejob struct {
 	p          Placement
-	demand     float64 // compute-bound flow: GradientBytes / ComputeSec
+	demand     float64 // compute-bound flow: Model.DemandBps
 	uses       []use
 	inaRacks   []int
 	shares     []float64 // INA share per INA rack, +Inf while unsaturated
@@ -124,7 +124,7 @@ func (e *Estimator) add(p Placement, refill bool) error {
 	if _, dup := e.jobs[p.Job.ID]; dup {
 		return fmt.Errorf("job %s is already in the estimator", p.Job.ID)
 	}
-	j := &ejob{p: p, demand: p.Job.Model.GradientBytes / p.Job.Model.ComputeSec}
+	j := &ejob{p: p, demand: p.Job.Model.DemandBps()}
 	j.uses, j.inaRacks = buildUses(e.c, e.x, &j.p)
 	j.shares = make([]float64, len(j.inaRacks))
 	j.crossed = make([]bool, len(j.inaRacks))
@@ -186,7 +186,7 @@ func (e *Estimator) Rate(jobID string) (JobRate, bool) {
 	if !ok {
 		return JobRate{}, false
 	}
-	r := JobRate{FlowBps: j.f, IterPerSec: j.f / j.p.Job.Model.GradientBytes, Bottleneck: e.resName(j.bottleneck)}
+	r := JobRate{FlowBps: finiteOr0(j.f), IterPerSec: j.p.Job.Model.IterPerSec(j.f), Bottleneck: e.resName(j.bottleneck)}
 	for i := range j.inaRacks {
 		r.INABps += math.Min(j.f, j.shares[i])
 	}
@@ -226,4 +226,13 @@ func (e *Estimator) eachRes(j *ejob, fn func(int32)) {
 
 func (e *Estimator) saturated(r int32) bool {
 	return e.load[r] >= e.cap[r]*(1-satEps)
+}
+
+// finiteOr0 reports an unbounded flow (a job without network use and without compute bound on
+// its flow) as 0.
+func finiteOr0(f float64) float64 {
+	if math.IsInf(f, 0) {
+		return 0
+	}
+	return f
 }

@@ -131,7 +131,7 @@ func (e *Estimator) speedSum(ids []string) float64 {
 	s := 0.0
 	for _, id := range ids {
 		if j := e.jobs[id]; j != nil {
-			s += float64(j.p.Job.GPUs) * math.Min(1, j.f/j.demand)
+			s += float64(j.p.Job.GPUs) * math.Min(1, j.f/j.p.Job.Model.scoreDemand())
 		}
 	}
 	return s

@@ -7,23 +7,24 @@ import (
 )
 
 func init() {
-	register("netpack", func(o Options) Policy { return &netpackPolicy{opt: o} })
+	register("netpack", func(o Options) Placer {
+		return &netpackPlacer{opt: o, t: tracker{mode: o.Mode, full: o.FullEstimate}}
+	})
 }
 
-// netpackPolicy is NetPack. It keeps its own Estimator between calls and brings it up to date
-// with the State it is given (adding and removing the jobs that changed), so a call costs the
-// changes, not the cluster. Not safe for concurrent use.
-type netpackPolicy struct {
-	opt     Options
-	est     *Estimator
-	st      *State   // the state est mirrors
-	gen     uint64   // st's generation est has caught up with
-	pending []string // jobs placed by the last Schedule, in est whether or not the caller applied them
+// netpackPlacer is NetPack's placement: worker DP and PS choice scored with its own Estimator,
+// and INA enablement for the round. The estimator is kept between rounds and brought up to date
+// with the State it is given (tracker), so a round costs the changes, not the cluster. Not safe
+// for concurrent use.
+type netpackPlacer struct {
+	opt Options
+	t   tracker
+	w   *npWork // the round in progress
 
-	free, rackFree []int // scratch for npWork
+	free, rackFree []int // scratch for npWork, reused across rounds
 }
 
-func (p *netpackPolicy) Name() string {
+func (p *netpackPlacer) Name() string {
 	n := "netpack"
 	if p.opt.Mode == Separate {
 		n += "-separate"
@@ -34,11 +35,13 @@ func (p *netpackPolicy) Name() string {
 	return n
 }
 
-// npWork is one Schedule call's scratch: free GPUs as jobs are placed, and the estimator.
+// npWork is one round's scratch: free GPUs as jobs are placed, and the estimator.
 type npWork struct {
 	c        *Cluster
+	st       *State
 	est      *Estimator
 	free     []int
+	freeSum  int
 	rackFree []int
 	noINA    bool
 }
@@ -52,101 +55,52 @@ const (
 	maxDPGPUs = 1024
 )
 
-func (p *netpackPolicy) Schedule(st *State, waiting []*Job) []Placement {
-	p.sync(st)
-	// Scratch slices are reused across calls: at 10,000 machines a fresh copy per call is most of
-	// the garbage a one-job call makes.
+func (p *netpackPlacer) Begin(st *State) {
+	p.t.sync(st)
+	// Scratch slices are reused across rounds: at 10,000 machines a fresh copy per round is most
+	// of the garbage a one-job round makes.
 	p.free = append(p.free[:0], st.free...)
 	p.rackFree = slices.Grow(p.rackFree[:0], len(st.Cluster.Racks))[:len(st.Cluster.Racks)]
 	clear(p.rackFree)
-	w := &npWork{c: st.Cluster, est: p.est, free: p.free, rackFree: p.rackFree, noINA: p.opt.NoINA}
-	maxFree := 0
-	for m, f := range w.free {
-		w.rackFree[st.Cluster.Machines[m].Rack] += f
-		maxFree = max(maxFree, f)
+	p.w = &npWork{c: st.Cluster, st: st, est: p.t.est, free: p.free, freeSum: st.freeSum, rackFree: p.rackFree, noINA: p.opt.NoINA}
+	for m, f := range p.w.free {
+		p.w.rackFree[st.Cluster.Machines[m].Rack] += f
 	}
-	// Admission value (README): a started job stops queueing, so each is worth one, discounted by
-	// the speed it can reach and weighted up to 2x by age.
-	n := float64(len(waiting))
-	value := func(i int) float64 {
-		j := waiting[i]
-		rho := 1.0
-		if j.GPUs > maxFree {
-			rho = math.Min(1, p.est.maxNIC/(j.Model.GradientBytes/j.Model.ComputeSec))
-		}
-		return rho * (1 + (n-float64(i))/n)
-	}
-	idx := admitKnapsack(st, waiting, value)
-	// Admitted jobs are placed in queue order: the oldest get the best spots.
-	var out []Placement
-	for _, i := range idx {
-		j := waiting[i]
-		pl, ok := w.place(j)
-		if !ok {
-			continue
-		}
-		pl.Priority = esaPriority(j)
-		if _, racks := buildUses(w.c, w.est.x, &pl); len(racks) == 0 {
-			pl.INA = false // no ToR would aggregate: say so rather than enable INA for nothing
-		}
-		if err := w.est.Add(pl); err != nil {
-			continue // cannot happen for a placement built here; never start a job the estimator rejects
-		}
-		for _, wk := range pl.Workers {
-			w.free[wk.Machine] -= wk.GPUs
-			w.rackFree[w.c.Machines[wk.Machine].Rack] -= wk.GPUs
-		}
-		out = append(out, pl)
-	}
-	w.enableINA(out)
-	for _, pl := range out {
-		p.pending = append(p.pending, pl.Job.ID)
-	}
-	return out
 }
 
-// sync brings the policy's estimator to st's running set: through st's change journal when it
-// is the state seen last time, else by comparing every running job.
-func (p *netpackPolicy) sync(st *State) {
-	if p.est == nil || p.est.c != st.Cluster {
-		p.est = NewEstimator(st.Cluster, p.opt.Mode)
-		p.est.full = p.opt.FullEstimate
-		for _, r := range st.Running {
-			_ = p.est.add(r, false) // st.Add validated it
-		}
-		p.est.refillAll()
-		p.st, p.gen, p.pending = st, st.gen, nil
-		return
+func (p *netpackPlacer) Place(j *Job) (Placement, bool) {
+	w := p.w
+	if !placeable(w.st, j, w.freeSum) {
+		return Placement{}, false
 	}
-	ids, now, ok := st.changesSince(p.gen)
-	if p.st != st || !ok {
-		ids = nil // ids may alias st's journal: never append to it
-		for id := range p.est.jobs {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids)
-		for _, r := range st.Running {
-			ids = append(ids, r.Job.ID)
-		}
+	if _, dup := w.est.jobs[j.ID]; dup {
+		return Placement{}, false // placed earlier in this round
 	}
-	ids = append(slices.Clone(p.pending), ids...)
-	for _, id := range ids {
-		p.syncJob(st, id)
+	pl, ok := w.place(j)
+	if !ok {
+		return Placement{}, false
 	}
-	p.st, p.gen, p.pending = st, now, p.pending[:0]
+	if _, racks := buildUses(w.c, w.est.x, &pl); len(racks) == 0 {
+		pl.INA = false // no ToR would aggregate: say so rather than enable INA for nothing
+	}
+	if err := w.est.Add(pl); err != nil {
+		return Placement{}, false // cannot happen for a placement built here; never start a job the estimator rejects
+	}
+	for _, wk := range pl.Workers {
+		w.free[wk.Machine] -= wk.GPUs
+		w.rackFree[w.c.Machines[wk.Machine].Rack] -= wk.GPUs
+	}
+	w.freeSum -= j.GPUs
+	p.t.pending = append(p.t.pending, j.ID)
+	return pl, true
 }
 
-// syncJob makes the estimator's view of one job match st.
-func (p *netpackPolicy) syncJob(st *State, id string) {
-	r, running := st.Lookup(id)
-	j, known := p.est.jobs[id]
-	if known && (!running || r.Job != j.p.Job || r.PS != j.p.PS || r.INA != j.p.INA || !slices.Equal(r.Workers, j.p.Workers)) {
-		p.est.Remove(id)
-		known = false
+func (p *netpackPlacer) End(placed []Placement) []Placement {
+	if p.w != nil {
+		p.w.enableINA(placed)
 	}
-	if running && !known {
-		_ = p.est.Add(r)
-	}
+	p.w = nil
+	return placed
 }
 
 // place chooses workers and the PS for one job, or reports that it does not fit.
@@ -163,7 +117,7 @@ func (w *npWork) place(j *Job) (Placement, bool) {
 		}
 		return Placement{}, false
 	}
-	d := j.Model.GradientBytes / j.Model.ComputeSec
+	d := j.Model.scoreDemand()
 	var bestP Placement
 	var bestPred prediction
 	bestV := math.Inf(-1)

@@ -195,7 +195,7 @@ func TestKnapsackAdmission(t *testing.T) {
 	c := mustUniform(t, 1, 2, 4) // 8 GPUs
 	st := NewState(c)
 	jobs := []*Job{testJob("a", 5, 1e6, 1), testJob("b", 4, 1e6, 1), testJob("c", 4, 1e6, 1), testJob("z", 9, 1e6, 1)}
-	got := admitKnapsack(st, jobs, func(i int) float64 { return float64(jobs[i].GPUs) })
+	got := solveKnapsack(jobs, eligible(st, jobs), st.TotalFreeGPUs(), func(i int) float64 { return float64(jobs[i].GPUs) })
 	if !reflect.DeepEqual(got, []int{1, 2}) {
 		t.Fatalf("want b and c (8 GPUs), got %v", got)
 	}
@@ -264,5 +264,97 @@ func TestNetPackHugeJobSpreads(t *testing.T) {
 	}
 	if err := st.Add(ps[0]); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestPlaceOne(t *testing.T) {
+	c := mustUniform(t, 2, 4, 4)
+	for _, name := range PolicyNames() {
+		pl, err := NewPlacer(name, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := NewState(c)
+		p, ok := PlaceOne(pl, st, testJob("a", 12, 1e8, 0.2))
+		if !ok || st.TotalFreeGPUs() != 32 {
+			t.Fatalf("%s: PlaceOne ok=%v, free GPUs after %d (must not change)", name, ok, st.TotalFreeGPUs())
+		}
+		if err := st.Add(p); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, ok := PlaceOne(pl, st, testJob("b", 21, 1e8, 0.2)); ok {
+			t.Fatalf("%s placed 21 GPUs on 20 free", name)
+		}
+		if _, ok := PlaceOne(pl, st, p.Job); ok {
+			t.Fatalf("%s placed a running job again", name)
+		}
+	}
+}
+
+// fixedOrder admits waiting jobs last first, to check Compose follows the admission's order.
+type fixedOrder struct{}
+
+func (fixedOrder) Name() string { return "reverse" }
+func (fixedOrder) Admit(_ *State, waiting []*Job) []int {
+	var out []int
+	for i := len(waiting) - 1; i >= 0; i-- {
+		out = append(out, i)
+	}
+	return out
+}
+
+func TestComposeOrderAndName(t *testing.T) {
+	c := mustUniform(t, 1, 2, 4)
+	pl, _ := NewPlacer("gandiva", Options{})
+	pol := Compose(fixedOrder{}, pl, PriorityNone)
+	if pol.Name() != "gandiva+reverse+prio-none" {
+		t.Fatalf("name %q", pol.Name())
+	}
+	ps := pol.Schedule(NewState(c), []*Job{testJob("a", 4, 1e8, 0.2), testJob("b", 6, 1e8, 0.2)})
+	// b first takes 4+2 GPUs; a (4 GPUs) no longer fits the 2 left.
+	if len(ps) != 1 || ps[0].Job.ID != "b" || ps[0].Priority != 0 {
+		t.Fatalf("got %+v", ps)
+	}
+}
+
+func TestModelPartialOverlap(t *testing.T) {
+	m := Model{Name: "m", GradientBytes: 1e8, ComputeSec: 0.3, ForwardSec: 0.1}
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !near(m.DemandBps(), 5e8) || !near(m.IterPerSec(5e8), 1/0.3) || !near(m.IterPerSec(2.5e8), 2) || !near(m.IterPerSec(1e9), 1/0.3) {
+		t.Fatalf("demand %v, rates %v %v %v", m.DemandBps(), m.IterPerSec(5e8), m.IterPerSec(2.5e8), m.IterPerSec(1e9))
+	}
+	for _, f := range []float64{-0.1, 0.31} {
+		if bad := (Model{Name: "m", GradientBytes: 1, ComputeSec: 0.3, ForwardSec: f}); bad.Validate() == nil {
+			t.Errorf("forward_sec %v accepted", f)
+		}
+	}
+}
+
+// TestNoOverlapModel: ForwardSec = ComputeSec (compute, then all-reduce) has no compute-bound
+// flow; the estimator gives it all the network it can and every policy still places it.
+func TestNoOverlapModel(t *testing.T) {
+	c := mustUniform(t, 1, 4, 2) // 100G NICs
+	m := Model{Name: "seq", GradientBytes: 1e8, ComputeSec: 0.1, ForwardSec: 0.1}
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	j := &Job{ID: "a", GPUs: 4, Model: m, Iterations: 10}
+	// Two machines, PS on the first: one stream at the NIC's 12.5e9 B/s: iteration 0.1 + 0.008 s.
+	r := Estimate(c, []Placement{{Job: j, Workers: []Worker{{0, 2}, {1, 2}}, PS: 0}}, Joint)[0]
+	if !near(r.FlowBps, 12.5e9) || !near(r.IterPerSec, 1/0.108) || r.Bottleneck == "compute" {
+		t.Fatalf("rate %+v", r)
+	}
+	j2 := &Job{ID: "b", GPUs: 2, Model: m, Iterations: 10}
+	r2 := Estimate(c, []Placement{{Job: j2, Workers: []Worker{{0, 2}}, PS: 0}}, Joint)[0]
+	if r2.FlowBps != 0 || !near(r2.IterPerSec, 10) || r2.Bottleneck != "local" {
+		t.Fatalf("local rate %+v", r2)
+	}
+	for _, name := range PolicyNames() {
+		pol, _ := NewPolicy(name, Options{Admission: AdmitKnapsack})
+		if ps := pol.Schedule(NewState(c), []*Job{j, j2}); len(ps) != 2 {
+			t.Errorf("%s placed %d of 2 no-overlap jobs", name, len(ps))
+		}
 	}
 }

@@ -5,8 +5,16 @@ import (
 	"slices"
 )
 
-// maxDPMachines bounds the machines of one rack the worker DP considers (best first).
-const maxDPMachines = 16
+// The worker DP of one rack considers its best machines: at least maxDPMachines of them, and
+// always enough to hold the job on the fewest machines plus dpSlack more (a job needing more than
+// 16 machines' GPUs must still fit one rack when the rack has room). dpCellBudget bounds
+// machines x flows x GPUs x GPUs-per-machine; a rack whose DP would exceed it offers only the
+// packed machine set (fullest first).
+const (
+	maxDPMachines = 16
+	dpSlack       = 4
+	dpCellBudget  = 20_000_000
+)
 
 // fragmentCost is added to a machine's DP cost when the job leaves some of its GPUs free: a
 // tie-breaker against fragments, small next to a stream's cost.
@@ -22,6 +30,9 @@ type rackDP struct {
 	val  [][]float64 // val[n][k]; -Inf when infeasible
 	take [][][]uint16
 	g    int
+	// packed: no search; (n, k) is the first n machines of ms, the last holding what is left of k.
+	packed bool
+	frees  []int // with packed: free GPUs of ms
 }
 
 func (w *npWork) newRackDP(rack int, g int, d float64) *rackDP {
@@ -51,10 +62,43 @@ func (w *npWork) newRackDP(rack int, g int, d float64) *rackDP {
 		}
 		return int(a.m) - int(b.m)
 	})
-	if len(cs) > maxDPMachines {
-		cs = cs[:maxDPMachines]
+	// need: machines that hold g GPUs when the fullest are taken first (cs is sorted that way).
+	need, held, maxFree := len(cs), 0, 0
+	for i, c := range cs {
+		maxFree = max(maxFree, c.free)
+		if held += c.free; held >= g {
+			need = i + 1
+			break
+		}
 	}
-	L := len(cs)
+	L := min(len(cs), max(maxDPMachines, need+dpSlack))
+	if L*L*g*min(maxFree, g) > dpCellBudget {
+		// Too large to search: for every k, the k GPUs of the fullest machines.
+		dp := &rackDP{g: g, val: make([][]float64, need+1), packed: true}
+		for n := range dp.val {
+			dp.val[n] = make([]float64, g+1)
+			for k := range dp.val[n] {
+				dp.val[n][k] = math.Inf(-1)
+			}
+		}
+		dp.val[0][0] = 0
+		k, v := 0, 0.0
+		for n, c := range cs[:need] {
+			dp.ms = append(dp.ms, c.m)
+			dp.frees = append(dp.frees, c.free)
+			for t := 1; t <= c.free && k+t <= g; t++ {
+				vt := v + c.score
+				if t < c.free {
+					vt -= fragmentCost
+				}
+				dp.val[n+1][k+t] = vt
+			}
+			k += c.free
+			v += c.score
+		}
+		return dp
+	}
+	cs = cs[:L]
 	dp := &rackDP{g: g, val: make([][]float64, L+1), take: make([][][]uint16, L)}
 	for n := range dp.val {
 		dp.val[n] = make([]float64, g+1)
@@ -95,9 +139,18 @@ func (dp *rackDP) workers(n, k int) []Worker {
 	if n >= len(dp.val) || k > dp.g || math.IsInf(dp.val[n][k], -1) {
 		return nil
 	}
+	var out []Worker
+	if dp.packed {
+		for i := 0; i < n; i++ {
+			t := min(dp.frees[i], k)
+			out = append(out, Worker{Machine: dp.ms[i], GPUs: t})
+			k -= t
+		}
+		sortWorkers(out)
+		return out
+	}
 	// Walk items backwards: the last item that improved (n, k) set its final value, and the state
 	// it extended, (n−1, k−t), was final for the items before it.
-	var out []Worker
 	for i := len(dp.ms) - 1; i >= 0 && n > 0; i-- {
 		if t := dp.choice(i, n, k); t > 0 {
 			out = append(out, Worker{Machine: dp.ms[i], GPUs: t})

@@ -21,7 +21,7 @@ func (m Mode) String() string {
 // JobRate is the steady state of one running job.
 type JobRate struct {
 	FlowBps    float64 // gradient bytes/s each worker pushes (and pulls): the max-min fair quantity
-	IterPerSec float64 // iterations per second = FlowBps / GradientBytes, at most 1 / ComputeSec
+	IterPerSec float64 // iterations per second = Model.IterPerSec(FlowBps), at most 1 / ComputeSec
 	INABps     float64 // gradient bytes/s aggregated in switches, summed over the job's INA racks
 	Bottleneck string  // what froze it: "compute", "nic:<machine>", "uplink:<rack>", "core", "ina:<rack>", "local"
 }

@@ -73,7 +73,7 @@ type prediction struct {
 // it takes from other jobs counts as harm. In Separate mode links are judged fully aggregated and
 // the INA share caps the flow instead (the two budgets apart).
 func (e *Estimator) predict(p *Placement) prediction {
-	d := p.Job.Model.GradientBytes / p.Job.Model.ComputeSec
+	d := p.Job.Model.scoreDemand()
 	uses, inaRacks := buildUses(e.c, e.x, p)
 	aggFrac := make([]float64, len(inaRacks))
 	harm := 0.0

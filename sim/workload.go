@@ -11,13 +11,16 @@ import (
 
 // Setup is everything about a run except the policy.
 type Setup struct {
-	Cluster  *netpack.Cluster // physical cluster; the run uses EffectiveCluster(Cluster, Slots, INA)
-	Slots    SlotModel
-	INA      bool
-	Mode     netpack.Mode // the estimator NetPack scores with (Joint, or Separate for the ablation)
-	Interval float64      // seconds between scheduling rounds
-	Warmup   float64      // seconds; jobs submitted earlier are left out of the summary
-	Buckets  []Bucket     // model assignment; nil means DefaultBuckets
+	Cluster *netpack.Cluster // physical cluster; the run uses EffectiveCluster(Cluster, Slots, INA)
+	Slots   SlotModel
+	INA     bool
+	Mode    netpack.Mode // the estimator NetPack scores with (Joint, or Separate for the ablation)
+	// Admission and Priority are the same for every policy (netpack.Options).
+	Admission string
+	Priority  netpack.PriorityRule
+	Interval  float64  // seconds between scheduling rounds
+	Warmup    float64  // seconds; jobs submitted earlier are left out of the summary
+	Buckets   []Bucket // model assignment; nil means DefaultBuckets
 }
 
 // Workload is a trace converted for one setup; several policies can run on it concurrently.
@@ -49,7 +52,8 @@ func Prepare(s Setup, tr *trace.Trace) (*Workload, error) {
 
 // Run simulates the workload under the named policy.
 func (w *Workload) Run(policy string, progress func(done, total int)) (*Result, error) {
-	p, err := netpack.NewPolicy(policy, netpack.Options{Mode: w.Setup.Mode, NoINA: !w.Setup.INA})
+	p, err := netpack.NewPolicy(policy, netpack.Options{Mode: w.Setup.Mode, NoINA: !w.Setup.INA,
+		Admission: w.Setup.Admission, Priority: w.Setup.Priority})
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,7 @@ func runBench(args []string) error {
 	busy := fs.Float64("busy", 0.7, "fraction of GPUs busy (placed by the same policy, untimed) before timing starts")
 	gpus := fs.Int("gpus", 0, "GPUs of every timed job (0: ITP mix, 83% single-GPU)")
 	seed := fs.Uint64("seed", 1, "workload seed")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *jobs <= 0 || *batch < 0 || *busy < 0 || *busy >= 1 || *gpus < 0 {

@@ -27,6 +27,8 @@ type compareJSON struct {
 	Sharing   string                 `json:"ina_sharing"` // fair, or priority (ESA preemption)
 	INA       bool                   `json:"ina"`
 	Estimate  string                 `json:"estimate"`
+	Admission string                 `json:"admission"`
+	Priority  string                 `json:"priority"`
 	MeanJCT   map[string]float64     `json:"mean_jct_s"`
 	Ratio     map[string]float64     `json:"ratio_to_ref"`
 	Reference string                 `json:"reference"`
@@ -40,11 +42,8 @@ func runCompare(args []string) error {
 	policies := fs.String("policies", "", "comma-separated policies (default all: "+strings.Join(netpack.PolicyNames(), ",")+")")
 	ref := fs.String("ref", "netpack", "policy the ratios are relative to")
 	asJSON := fs.Bool("json", false, "print a JSON object (per-policy mean JCT in seconds) instead of a table")
-	if err := fs.Parse(args); err != nil {
-		return helpOK(err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %v", fs.Args())
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	names := netpack.PolicyNames()
 	if *policies != "" {
@@ -63,7 +62,7 @@ func runCompare(args []string) error {
 	if *asJSON {
 		out := compareJSON{Cluster: w.Setup.Cluster.Name, Jobs: len(w.Jobs), Slots: string(w.Setup.Slots.Policy),
 			Sharing: w.Setup.Slots.Sharing().String(),
-			INA:     w.Setup.INA, Estimate: w.Setup.Mode.String(), Reference: *ref, MeanJCT: map[string]float64{},
+			INA:     w.Setup.INA, Estimate: w.Setup.Mode.String(), Admission: w.Setup.Admission, Priority: w.Setup.Priority.String(), Reference: *ref, MeanJCT: map[string]float64{},
 			Ratio: map[string]float64{}, Summary: map[string]sim.Summary{}}
 		var refMean float64
 		for _, r := range results {
@@ -109,8 +108,8 @@ func runEvaluate(args []string) error {
 	maxJobs := fs.Int("max-jobs", 8000, "cap on synthetic jobs per size")
 	seed := fs.Uint64("seed", 1, "seed of the synthetic workloads")
 	memSeeds := fs.Int("memory-seeds", eval.DefaultMemoryBound.Seeds, "seeds of the switch-memory-bound experiment (0: skip it)")
-	if err := fs.Parse(args); err != nil {
-		return helpOK(err)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if *tracePath == "" {
 		return fmt.Errorf("-trace is required")

@@ -2,7 +2,10 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strconv"
@@ -27,33 +30,65 @@ func register(name, summary string, run func(args []string) error) {
 	subcommands[name] = subcommand{summary, run}
 }
 
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: netpack <command> [flags]\n\ncommands:")
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: netpack <command> [flags]\n\ncommands:")
 	var names []string
 	for n := range subcommands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-10s %s\n", n, subcommands[n].summary)
+		fmt.Fprintf(w, "  %-10s %s\n", n, subcommands[n].summary)
 	}
-	fmt.Fprintln(os.Stderr, "\nrun 'netpack <command> -h' for its flags")
+	fmt.Fprintln(w, "\nrun 'netpack <command> -h' for its flags")
 }
 
-func main() {
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
-		usage()
-		os.Exit(2)
+// errUsage marks a command-line error the flag package has already reported with the usage.
+var errUsage = errors.New("usage")
+
+// parseFlags parses a subcommand's flags: -h returns flag.ErrHelp (exit 0), a bad flag errUsage
+// (exit 2); the flag package has printed the usage either way. Positional arguments are errors.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
 	}
-	sc, ok := subcommands[os.Args[1]]
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "unexpected arguments %v\n", fs.Args())
+		fs.Usage()
+		return errUsage
+	}
+	return nil
+}
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+// run is the command with its exit status: 0 success or help, 1 failure, 2 bad usage.
+func run(args []string) int {
+	if len(args) < 1 {
+		usage(os.Stderr)
+		return 2
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help" {
+		usage(os.Stdout)
+		return 0
+	}
+	sc, ok := subcommands[args[0]]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "netpack: unknown command %q\n", os.Args[1])
-		usage()
-		os.Exit(2)
+		fmt.Fprintf(os.Stderr, "netpack: unknown command %q\n", args[0])
+		usage(os.Stderr)
+		return 2
 	}
-	if err := sc.run(os.Args[2:]); err != nil {
-		fmt.Fprintf(os.Stderr, "netpack %s: %v\n", os.Args[1], err)
-		os.Exit(1)
+	switch err := sc.run(args[1:]); {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	default:
+		fmt.Fprintf(os.Stderr, "netpack %s: %v\n", args[0], err)
+		return 1
 	}
 }
 

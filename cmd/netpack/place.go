@@ -24,14 +24,20 @@ func runPlace(args []string) error {
 	policy := fs.String("policy", "netpack", "placement policy: "+strings.Join(netpack.PolicyNames(), ", "))
 	mode := fs.String("mode", "joint", "estimator for NetPack and the printed rates: joint or separate")
 	noINA := fs.Bool("no-ina", false, "never enable INA")
+	admission := fs.String("admission", netpack.AdmitFIFO, "admission rule: "+strings.Join(netpack.AdmissionNames(), " or "))
+	priority := fs.String("priority", "size", "ESA priority rule: size (smaller total work wins) or none")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *jobsPath == "" {
 		return errors.New("-jobs is required")
 	}
 	m, err := parseMode(*mode)
+	if err != nil {
+		return err
+	}
+	prio, err := parsePriority(*priority)
 	if err != nil {
 		return err
 	}
@@ -52,7 +58,7 @@ func runPlace(args []string) error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	pol, err := netpack.NewPolicy(*policy, netpack.Options{Mode: m, NoINA: *noINA})
+	pol, err := netpack.NewPolicy(*policy, netpack.Options{Mode: m, NoINA: *noINA, Admission: *admission, Priority: prio})
 	if err != nil {
 		return err
 	}

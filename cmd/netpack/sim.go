@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/inapack/inapack/netpack"
 	"github.com/inapack/inapack/sim"
@@ -35,6 +36,7 @@ type simFlags struct {
 	skew, psTime            float64
 	noINA, noPreempt        bool
 	estimate                string
+	admission, priority     string
 	progress                bool
 	jobsCSV, plots          string
 }
@@ -61,6 +63,8 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.noPreempt, "no-preempt", false, "with -slots esa: share saturated switch memory fairly instead of by ESA priority (ablation)")
 	fs.BoolVar(&f.noINA, "no-ina", false, "disable in-network aggregation everywhere")
 	fs.StringVar(&f.estimate, "estimate", "joint", "estimator NetPack scores with: joint or separate")
+	fs.StringVar(&f.admission, "admission", netpack.AdmitFIFO, "admission rule, the same for every policy: "+strings.Join(netpack.AdmissionNames(), " or "))
+	fs.StringVar(&f.priority, "priority", "size", "ESA priority rule, the same for every policy: size (smaller total work wins) or none")
 	fs.BoolVar(&f.progress, "progress", false, "show a progress bar even when stderr is not a terminal")
 	fs.StringVar(&f.jobsCSV, "jobs-csv", "", "write per-job results to this CSV file")
 	fs.StringVar(&f.plots, "plots", "", "write JCT CDF and mean-JCT plots (PNG and SVG) into this directory")
@@ -107,6 +111,13 @@ func (f *simFlags) workload() (*sim.Workload, *trace.Trace, error) {
 	default:
 		return nil, nil, fmt.Errorf("-estimate %q: want joint or separate", f.estimate)
 	}
+	prio, err := parsePriority(f.priority)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := netpack.NewAdmission(f.admission, netpack.Options{}); err != nil {
+		return nil, nil, err
+	}
 	warm := f.warmup
 	if warm < 0 {
 		warm = 0
@@ -116,7 +127,7 @@ func (f *simFlags) workload() (*sim.Workload, *trace.Trace, error) {
 	}
 	setup := sim.Setup{Cluster: c, Slots: sim.SlotModel{Policy: sim.SlotPolicy(f.slots), SkewFrac: f.skew, PSSec: f.psTime,
 		NoPreempt: f.noPreempt},
-		INA: !f.noINA, Mode: mode, Interval: f.interval, Warmup: warm}
+		INA: !f.noINA, Mode: mode, Interval: f.interval, Warmup: warm, Admission: f.admission, Priority: prio}
 	w, err := sim.Prepare(setup, tr)
 	if err != nil {
 		return nil, nil, err
@@ -125,6 +136,17 @@ func (f *simFlags) workload() (*sim.Workload, *trace.Trace, error) {
 		fmt.Fprintf(os.Stderr, "netpack: left out %d jobs larger than the cluster's %d GPUs\n", len(w.TooBig), c.TotalGPUs())
 	}
 	return w, tr, nil
+}
+
+// parsePriority reads a -priority flag.
+func parsePriority(s string) (netpack.PriorityRule, error) {
+	switch s {
+	case "size":
+		return netpack.PriorityBySize, nil
+	case "none":
+		return netpack.PriorityNone, nil
+	}
+	return 0, fmt.Errorf("-priority %q: want size or none", s)
 }
 
 // setINAMemory gives every ToR bytes of INA memory (0 leaves the cluster as it is).
@@ -206,24 +228,13 @@ func writePlots(dir string, results []*sim.Result) error {
 	return plot.Save(bars, filepath.Join(dir, "jct-mean"))
 }
 
-// helpOK turns -h into a clean exit: the flag package has already printed the usage.
-func helpOK(err error) error {
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
-	return err
-}
-
 func runSim(args []string) error {
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	var f simFlags
 	f.register(fs)
 	policy := fs.String("policy", "netpack", fmt.Sprintf("placement policy %v", netpack.PolicyNames()))
-	if err := fs.Parse(args); err != nil {
-		return helpOK(err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %v", fs.Args())
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	w, _, err := f.workload()
 	if err != nil {

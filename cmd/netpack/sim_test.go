@@ -158,10 +158,24 @@ func TestCommandBadUsage(t *testing.T) {
 		{[]string{"compare"}, 1, "-trace FILE or -synthetic N is required"},
 		{[]string{"sim", "--trace", filepath.Join(t.TempDir(), "missing.csv")}, 1, "missing.csv"},
 		{[]string{"sim", "-h"}, 0, "-policy"},
+		{[]string{"bench", "-h"}, 0, "-machines"},
+		{[]string{"place", "--help"}, 0, "-jobs"},
+		{[]string{"bench", "--frobnicate"}, 2, "-machines"},
+		{[]string{"compare", "--trace", tr, "extra"}, 2, "unexpected arguments"},
+		{[]string{}, 2, "usage: netpack"},
 	} {
 		_, errOut, code := runCmd(t, c.args...)
 		if code != c.code || !strings.Contains(errOut, c.says) {
 			t.Errorf("netpack %v: exit %d, stderr %q; want exit %d mentioning %q", c.args, code, errOut, c.code, c.says)
+		}
+		if strings.Contains(errOut, "help requested") {
+			t.Errorf("netpack %v: stderr has the flag package's noise %q", c.args, errOut)
+		}
+	}
+	for _, h := range []string{"--help", "-h", "help"} {
+		out, errOut, code := runCmd(t, h)
+		if code != 0 || !strings.Contains(out, "commands:") || errOut != "" {
+			t.Errorf("netpack %s: exit %d, stdout %q, stderr %q; want the command list on stdout, exit 0", h, code, out, errOut)
 		}
 	}
 }
