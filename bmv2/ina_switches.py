@@ -1,7 +1,11 @@
-"""Mininet switch classes for the INA pipeline: BMv2 (simple_switch_grpc) and the reference switch.
+"""Mininet node and link classes for the INA pipeline: BMv2 (simple_switch_grpc) and the reference
+switch, hosts and links that record what they create (owned.py).
 
-Both run in the root namespace on the switch's veth ends and serve P4Runtime on a loopback port, so
-the same controller configures either. Neither needs Open vSwitch.
+Both switches run in the root namespace on the switch's veth ends and serve P4Runtime on a loopback
+port, so the same controller configures either. Neither needs Open vSwitch. Their root-namespace
+interfaces are named from a prefix unique to the run (not Mininet's s1-eth1), because Mininet
+deletes any interface of the name it is about to create: with shared names, two runs on one host
+would take each other's links.
 """
 
 import os
@@ -10,8 +14,11 @@ import socket
 import subprocess
 import time
 
+from mininet.link import Link
 from mininet.log import error, info
-from mininet.node import Switch
+from mininet.node import Host, Switch
+
+import owned
 
 
 def free_port():
@@ -39,11 +46,16 @@ class INASwitch(Switch):
 
     log_dir = "build/mininet"
 
-    def __init__(self, name, grpc_port=None, device_id=1, **kwargs):
+    def __init__(self, name, grpc_port=None, device_id=1, intf_prefix=None, **kwargs):
         Switch.__init__(self, name, **kwargs)
+        owned.record_proc("shell " + name, self.pid)
         self.grpc_port = grpc_port or free_port()
         self.device_id = device_id
+        self.intf_prefix = intf_prefix or name + "-eth"
         self.proc = None
+
+    def intf_name(self, port):
+        return self.intf_prefix + str(port)
 
     @property
     def grpc_addr(self):
@@ -71,6 +83,7 @@ class INASwitch(Switch):
         info("*** starting %s: %s\n" % (self.name, " ".join(cmd)))
         log = open(os.path.join(self.log_dir, self.name + ".log"), "w")
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        owned.record_proc(self.name, self.proc.pid)
         if not wait_listening(self.grpc_port, self.proc):
             error("*** %s did not open %s; see %s/%s.log\n" % (self.name, self.grpc_addr, self.log_dir, self.name))
             raise RuntimeError("%s failed to start" % self.name)
@@ -115,3 +128,22 @@ class RefSwitch(INASwitch):
 
     def command(self):
         return [self.binary, "--grpc-addr", self.grpc_addr, "--device-id", str(self.device_id)] + self.port_args()
+
+
+class OwnedHost(Host):
+    """A Mininet host whose shell (and so its namespace) is recorded for make stop."""
+
+    def __init__(self, name, **kwargs):
+        Host.__init__(self, name, **kwargs)
+        owned.record_proc("host " + name, self.pid)
+
+
+class OwnedLink(Link):
+    """A link whose root-namespace ends get the switch's run-unique names, recorded before they are
+    created."""
+
+    def intfName(self, node, n):
+        name = node.intf_name(n) if isinstance(node, INASwitch) else Link.intfName(self, node, n)
+        if not node.inNamespace:
+            owned.record_link(name)
+        return name

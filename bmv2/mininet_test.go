@@ -5,11 +5,102 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// bin builds the commands once for the whole package, into a directory removed by TestMain.
+func bin(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if binDir, buildErr = os.MkdirTemp("", "ina-bmv2-test"); buildErr != nil {
+			return
+		}
+		build := exec.Command("go", "build", "-o", binDir+"/", "./cmd/...")
+		build.Dir = ".."
+		if out, err := build.CombinedOutput(); err != nil {
+			buildErr = &buildError{err, out}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binDir
+}
+
+type buildError struct {
+	err error
+	out []byte
+}
+
+func (e *buildError) Error() string { return "go build: " + e.err.Error() + "\n" + string(e.out) }
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+func python(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("SKIP: /usr/bin/python3 is missing")
+	}
+}
+
+// runPy runs bmv2/run.py from the repository root with the test's commands and state directory.
+func runPy(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("/usr/bin/python3", append([]string{"bmv2/run.py", "--state-dir", t.TempDir()}, args...)...)
+	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), "INA_BIN="+bin(t))
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// User errors end in one message naming the problem, before anything is built, never a traceback.
+func TestRunUserErrors(t *testing.T) {
+	python(t)
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, c := range []struct{ topology, want string }{
+		{"no-such-topology", "the shipped topologies are: one-rack, two-jobs, two-racks"},
+		{write("syntax.json", "{\"hosts\": {},\n  \"switches\": {\"s1\": {},}\n}"), "syntax.json:2:"},
+		{write("array.json", "[]"), "cannot unmarshal array"},
+		{write("noswitch.json", "{}"), "no switches"},
+		{write("badps.json", `{"hosts": {"h1": {"ip": "10.0.0.1/24", "mac": "08:00:00:00:00:01"}}, "switches": {"s1": {}},
+			"links": [["h1", "s1-p1"]], "ina": {"jobs": [{"id": 1, "ps": "h9", "workers": ["h1"]}]}}`), `ps "h9" is not a host`},
+		{write("nomac.json", `{"hosts": {"h1": {"ip": "10.0.0.1/24"}}, "switches": {"s1": {}}, "links": [["h1", "s1-p1"]]}`), "not a MAC address"},
+		{write("badport.json", `{"hosts": {"h1": {"ip": "10.0.0.1/24", "mac": "08:00:00:00:00:01"}}, "switches": {"s1": {}},
+			"links": [["h1", "s1-px"]]}`), "port must be 0..511"},
+	} {
+		out, err := runPy(t, "--topology", c.topology)
+		if err == nil || !strings.Contains(out, c.want) || strings.Contains(out, "Traceback") || strings.Contains(out, "*** Creating network") {
+			t.Errorf("--topology %s: %v\n%s\nwant a failure saying %q before the network is built, and no traceback", c.topology, err, out, c.want)
+		}
+	}
+	out, err := runPy(t, "--topology", "one-rack", "--job", "9")
+	if err == nil || !strings.Contains(out, "no job 9") || !strings.Contains(out, "job 1: PS ps1, workers h1 h2 h3 h4") {
+		t.Errorf("--job 9: %v\n%s", err, out)
+	}
+}
+
 // TestMininetTopologies runs one all-reduce per job through each shipped topology, on the reference
-// switch, and on BMv2 where simple_switch_grpc and the compiled program are present.
+// switch and on BMv2.
 func TestMininetTopologies(t *testing.T) {
 	if testing.Short() {
 		t.Skip("SKIP: -short: Mininet end-to-end runs are long")
@@ -20,39 +111,24 @@ func TestMininetTopologies(t *testing.T) {
 	if err := exec.Command("/usr/bin/python3", "-c", "import mininet").Run(); err != nil {
 		t.Skip("SKIP: Mininet is not installed for /usr/bin/python3 (apt-get install mininet)")
 	}
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/...")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	switches := []string{"ref"}
-	if _, err := exec.LookPath("simple_switch_grpc"); err == nil {
-		if _, err := os.Stat(filepath.Join(root, "build", "ina.json")); err == nil {
-			switches = append(switches, "bmv2")
-		}
-	}
-	if len(switches) == 1 {
-		t.Log("SKIP: BMv2 runs: simple_switch_grpc on PATH and build/ina.json (make p4) are both needed")
-	}
-	for _, sw := range switches {
-		for _, topo := range []string{"one-rack", "two-racks", "two-jobs"} {
-			t.Run(sw+"/"+topo, func(t *testing.T) {
-				cmd := exec.Command("/usr/bin/python3", "bmv2/run.py", "--test", "--switch", sw,
-					"--topology", filepath.Join("bmv2", "topologies", topo, "topology.json"))
-				cmd.Dir = root
-				cmd.Env = append(os.Environ(), "INA_BIN="+bin)
-				out, err := cmd.CombinedOutput()
-				if err != nil || !strings.Contains(string(out), ": PASS") {
-					t.Fatalf("run.py --test: %v\n%s", err, out)
+	for _, sw := range []string{"ref", "bmv2"} {
+		t.Run(sw, func(t *testing.T) {
+			if sw == "bmv2" {
+				if _, err := exec.LookPath("simple_switch_grpc"); err != nil {
+					t.Skip("SKIP: simple_switch_grpc is not on PATH (github.com/p4lang/behavioral-model)")
 				}
-				// Leave nothing behind for the next topology.
-				_ = exec.Command("mn", "-c").Run()
-			})
-		}
+				if _, err := os.Stat("../build/ina.json"); err != nil {
+					t.Skip("SKIP: build/ina.json is missing: make p4 (needs p4c-bm2-ss)")
+				}
+			}
+			for _, topo := range []string{"one-rack", "two-racks", "two-jobs"} {
+				t.Run(topo, func(t *testing.T) {
+					out, err := runPy(t, "--test", "--switch", sw, "--topology", topo)
+					if err != nil || !strings.Contains(out, ": PASS") {
+						t.Fatalf("run.py --test: %v\n%s", err, out)
+					}
+				})
+			}
+		})
 	}
 }

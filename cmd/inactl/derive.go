@@ -21,13 +21,17 @@ func cmdDerive(args []string) error {
 	out := fs.String("o", "-", "output file (- for stdout)")
 	api := fs.String("api-address", "", "the controller's job API address in the config (default "+controlplane.DefaultAPIAddress+")")
 	metrics := fs.String("metrics-address", "", "the controller's metrics address in the config (default "+controlplane.DefaultMetrics+")")
+	check := fs.Bool("check", false, "only check the topology (its links, hosts and jobs as the controller derives them); needs no --endpoints")
 	fs.Parse(args)
-	if *topoPath == "" || *epPath == "" {
-		return fmt.Errorf("derive needs --topology and --endpoints")
+	if *topoPath == "" || (*epPath == "" && !*check) {
+		return fmt.Errorf("derive needs --topology and --endpoints (or --topology and --check)")
 	}
 	topo, err := topology.Load(*topoPath)
 	if err != nil {
 		return err
+	}
+	if *check {
+		return checkTopology(*topoPath, topo)
 	}
 	b, err := os.ReadFile(*epPath)
 	if err != nil {
@@ -55,4 +59,25 @@ func cmdDerive(args []string) error {
 		return err
 	}
 	return os.WriteFile(*out, text, 0o644)
+}
+
+// checkTopology derives the config with placeholder endpoints, so every check that derive and the
+// config make runs before a runner builds anything.
+func checkTopology(path string, topo *topology.Topology) error {
+	if len(topo.Switches) == 0 {
+		return fmt.Errorf("%s: no switches", path)
+	}
+	eps := map[string]topology.Endpoint{}
+	for name := range topo.Switches {
+		eps[name] = topology.Endpoint{Address: fmt.Sprintf("127.0.0.1:%d", len(eps)+1), Target: "ref"}
+	}
+	cfg, err := topo.Derive(eps)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("%s: the derived config is invalid: %w", path, err)
+	}
+	fmt.Printf("%s: %d hosts, %d switches, %d jobs: OK\n", path, len(topo.Hosts), len(topo.Switches), len(topo.INA.Jobs))
+	return nil
 }

@@ -2,7 +2,9 @@
 package topology
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -88,6 +90,12 @@ func Load(path string) (*Topology, error) {
 	}
 	var t Topology
 	if err := json.Unmarshal(b, &t); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			line := 1 + bytes.Count(b[:syn.Offset], []byte("\n"))
+			col := int(syn.Offset) - bytes.LastIndexByte(b[:syn.Offset], '\n') - 1
+			return nil, fmt.Errorf("%s:%d:%d: %w", path, line, col, err)
+		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if _, err := t.graph(); err != nil {
