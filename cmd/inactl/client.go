@@ -119,8 +119,8 @@ func printStatus(out io.Writer, sts []cp.SwitchStatus) {
 			fmt.Fprintf(tw, "%d\t%s\t\n", drops, slots)
 		}
 		for _, j := range jobs {
-			slots := "?"
-			if snap.SlotsHeld != nil {
+			slots := "?" // unknown only when the registers could not be read; an empty map is omitted from the JSON
+			if snap.SlotsErr == "" {
 				slots = strconv.Itoa(snap.SlotsHeld[j])
 			}
 			row(strconv.Itoa(j), snap.JobEvents[j], slots)
@@ -134,9 +134,27 @@ func printStatus(out io.Writer, sts []cp.SwitchStatus) {
 	}
 }
 
+const jobUsage = `usage:
+  inactl job add --file J       add a job (YAML or JSON, as an entry of the config's jobs list)
+  inactl job remove ID          remove a job: its entries and the slots it holds
+  inactl job priority ID CAP    change a job's priority cap
+  inactl job ina ID on|off      enable or disable INA for a job
+Each takes --api ADDR, --token-file F and --ca F (inactl job SUBCOMMAND -h lists them).
+`
+
 func cmdJob(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("job: want add, remove, priority or ina")
+		fmt.Fprint(os.Stderr, jobUsage)
+		return errUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Print(jobUsage)
+		return nil
+	case "add", "remove", "priority", "ina":
+	default:
+		fmt.Fprintf(os.Stderr, "inactl job: unknown subcommand %q\n\n%s", args[0], jobUsage)
+		return errUsage
 	}
 	fs := flag.NewFlagSet("job "+args[0], flag.ExitOnError)
 	cf := addClientFlags(fs)
@@ -214,8 +232,6 @@ func cmdJob(args []string) error {
 			return err
 		}
 		fmt.Printf("job %d INA %s\n", n, rest[1])
-	default:
-		return fmt.Errorf("job: unknown subcommand %q (add, remove, priority, ina)", args[0])
 	}
 	return nil
 }

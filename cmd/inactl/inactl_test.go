@@ -67,6 +67,28 @@ func TestPrintStatus(t *testing.T) {
 	if f := strings.Fields(allLine); len(f) < 13 || f[12] != "3" {
 		t.Errorf("all row %q: want drops 3", allLine)
 	}
+
+	// A job holding no slot: the controller's empty map is omitted from the JSON, so it arrives nil.
+	// That is 0; "?" is for registers that could not be read.
+	for _, c := range []struct {
+		slotsErr, want string
+	}{{"", "0"}, {"read failed", "?"}} {
+		b.Reset()
+		printStatus(&b, []cp.SwitchStatus{{Name: "tor1", Connected: true, Snapshot: &cp.Snapshot{
+			JobEvents: map[int]map[string]uint64{5: {"claimed": 1}}, SlotsErr: c.slotsErr,
+		}}})
+		rows := 0
+		for _, l := range strings.Split(b.String(), "\n") {
+			if f := strings.Fields(l); len(f) > 0 && f[0] == "5" {
+				if rows++; f[len(f)-1] != c.want {
+					t.Errorf("slots error %q: job row %q, want slots %s", c.slotsErr, l, c.want)
+				}
+			}
+		}
+		if rows != 1 {
+			t.Errorf("slots error %q: %d rows for job 5:\n%s", c.slotsErr, rows, b.String())
+		}
+	}
 }
 
 const runConfig = `
@@ -109,10 +131,7 @@ func TestRunCommand(t *testing.T) {
 	sw := ref.Switch
 
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "inactl")
-	if out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v: %s", err, out)
-	}
+	bin := buildInactl(t)
 	apiAddr, metricsAddr := freeAddr(t), freeAddr(t)
 	cfg := strings.NewReplacer("API", apiAddr, "METRICS", metricsAddr, "SWITCH", ref.Addr).Replace(runConfig)
 	cfgPath, jobPath := filepath.Join(dir, "c.yaml"), filepath.Join(dir, "job.yaml")
@@ -184,6 +203,47 @@ func TestRunCommand(t *testing.T) {
 	})
 	if out := inactl("status"); !strings.Contains(out, "connected") || !strings.Contains(out, "claimed") {
 		t.Fatalf("status:\n%s", out)
+	}
+}
+
+func buildInactl(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "inactl")
+	if out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v: %s", err, out)
+	}
+	return bin
+}
+
+// Help exits 0 with the usage on stdout; a usage error exits 2 with the usage on stderr.
+func TestHelpAndUsageErrors(t *testing.T) {
+	bin := buildInactl(t)
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"-h"}, 0, "inactl job remove ID"},
+		{[]string{"job", "-h"}, 0, "inactl job priority ID CAP"},
+		{[]string{"job", "--help"}, 0, "inactl job ina ID on|off"},
+		{[]string{"job", "add", "-h"}, 0, "-file"},
+		{[]string{"status", "-h"}, 0, "-api"},
+		{[]string{"derive", "-h"}, 0, "-check"},
+		{[]string{"job"}, 2, "inactl job add --file J"},
+		{[]string{"job", "frobnicate"}, 2, `unknown subcommand "frobnicate"`},
+		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{[]string{"job", "remove"}, 1, "missing job id"},
+	} {
+		out, err := exec.Command(bin, c.args...).CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != c.code || !strings.Contains(string(out), c.want) {
+			t.Errorf("inactl %v: exit %d, want %d with %q:\n%s", c.args, code, c.code, c.want, out)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 )
@@ -51,8 +52,14 @@ func main() {
 		fmt.Fprintf(os.Stderr, "inactl: unknown command %q\n\n%s", os.Args[1], usage)
 		os.Exit(2)
 	}
+	if errors.Is(err, errUsage) {
+		os.Exit(2)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "inactl:", err)
 		os.Exit(1)
 	}
 }
+
+// errUsage: the usage text is printed already; exit 2 as the flag package does.
+var errUsage = errors.New("usage")
