@@ -3,13 +3,16 @@
 #   SWITCH=auto (default): BMv2 if simple_switch_grpc is on PATH, else the reference switch
 #   SWITCH=bmv2 | ref
 # Extra arguments go to ptf (e.g. a test name: scripts/ptf.sh ina_vectors.Vector_claim).
-# Exits with ptf's status; prints one SKIP line and succeeds where root, BMv2 or p4c is missing.
+# Prints one line per test and a total ("ptf: 34 passed, 0 failed"), with the failures' tracebacks;
+# ptf's full output goes to build/ptf/ptf.out. Exits with ptf's status; prints one SKIP line and
+# succeeds where root, BMv2 or p4c is missing.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${BUILD:-build}"
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-PREFIX="${PTF_VETH_PREFIX:-pt}"
+# Veth names unique to this run: other checkouts and engineers run PTF on the same host.
+PREFIX="${PTF_VETH_PREFIX:-pt$(printf %04x $((RANDOM)))}"
 cd "$ROOT"
 
 if [ "$(id -u)" != 0 ]; then
@@ -145,9 +148,32 @@ fi
 
 echo "ptf: $SWITCH switch on $GRPC_ADDR, $NPORTS ports ($PREFIX-sw*), log $OUT/switch.log"
 set +e
+# ptf runs each test under its own unittest runner (a "Ran 1 test" block each): show the per-test
+# lines as they come, then one total.
 "$VENV_BIN/ptf" --test-dir test/ptf --pypath "$ROOT/test/ptf" "${PTF_IFACES[@]}" \
   --log-file "$OUT/ptf.log" \
-  --test-params="grpcaddr='$GRPC_ADDR';device_id=$DEVICE_ID;p4info='$P4INFO';config='$CONFIG'" "$@"
-status=$?
+  --test-params="grpcaddr='$GRPC_ADDR';device_id=$DEVICE_ID;p4info='$P4INFO';config='$CONFIG'" "$@" 2>&1 |
+  tee "$OUT/ptf.out" | grep --line-buffered -E ' \.\.\. |^(ok|FAIL|ERROR)$'
+status=${PIPESTATUS[0]}
 set -e
+# Totals from each runner's closing lines: "Ran N test(s)", then "OK [(skipped=S)]" or
+# "FAILED (failures=F, errors=E, skipped=S)".
+read -r passed failed skipped < <(awk '
+  /^Ran [0-9]+ tests? in/ { n = $2; next }
+  n && /^(OK|FAILED)/ {
+    f = e = k = 0
+    if (match($0, /failures=[0-9]+/)) f = substr($0, RSTART + 9, RLENGTH - 9)
+    if (match($0, /errors=[0-9]+/)) e = substr($0, RSTART + 7, RLENGTH - 7)
+    if (match($0, /skipped=[0-9]+/)) k = substr($0, RSTART + 8, RLENGTH - 8)
+    pass += n - f - e - k; fail += f + e; skip += k; n = 0
+  }
+  END { print pass + 0, fail + 0, skip + 0 }' "$OUT/ptf.out")
+if [ "$failed" != 0 ]; then
+  # unittest's report of each failure: from its ==== rule to the runner's "Ran" line.
+  awk '/^=====+$/ { show = 1 } /^Ran [0-9]+ tests? in/ { show = 0 } show' "$OUT/ptf.out"
+elif [ "$status" != 0 ]; then
+  tail -20 "$OUT/ptf.out"
+fi
+echo "ptf: $SWITCH switch; full output $OUT/ptf.out, log $OUT/ptf.log"
+echo "ptf: $passed passed, $failed failed$([ "$skipped" = 0 ] || echo ", $skipped skipped")"
 exit $status

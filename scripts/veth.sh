@@ -20,7 +20,11 @@ case "$op" in
 create)
   for ((i = 0; i < n; i++)); do
     sw="$prefix-sw$i" tb="$prefix-tb$i"
-    ip link show "$sw" >/dev/null 2>&1 && ip link del "$sw"
+    # Never take over a link of that name: it belongs to another run on this host.
+    if ip link show "$sw" >/dev/null 2>&1; then
+      echo "veth.sh: $sw exists (another run's?); choose another prefix" >&2
+      exit 1
+    fi
     ip link add "$sw" type veth peer name "$tb"
     for dev in "$sw" "$tb"; do
       quiet_ipv6_off "$dev"
