@@ -1,6 +1,7 @@
 package ps
 
 import (
+	"encoding/binary"
 	"math"
 
 	"github.com/inapack/inapack/p4src/wire"
@@ -74,8 +75,9 @@ func (j *job) kind(h *wire.Header) {
 	}
 }
 
-// handle processes one data packet; r builds and emits results.
-func (j *job) handle(h *wire.Header, r *resulter) {
+// handle processes one data packet, h with its values v (K big-endian int32, read in place); r
+// builds and emits results.
+func (j *job) handle(h *wire.Header, v []byte, r *resulter) {
 	j.kind(h)
 	q := h.Seq
 	if h.Bitmap == 0 || h.Bitmap&^j.mask != 0 {
@@ -115,24 +117,28 @@ func (j *job) handle(h *wire.Header, r *resulter) {
 			j.overflow(cs, h, r)
 			return
 		default:
-			j.mergeFixed(cs, h, r)
+			j.mergeFixed(cs, h, v, r)
 			return
 		}
 	}
-	j.mergeBypass(cs, h, r)
+	j.mergeBypass(cs, h, v, r)
 }
 
-func (j *job) mergeFixed(cs *chunk, h *wire.Header, r *resulter) {
+// value is the i-th value of a packet.
+func value(v []byte, i int) int32 { return int32(binary.BigEndian.Uint32(v[4*i:])) }
+
+func (j *job) mergeFixed(cs *chunk, h *wire.Header, v []byte, r *resulter) {
+	v = v[:4*wire.NumValues]
 	switch {
 	case cs.bitmap&h.Bitmap == 0:
 		j.c.Merged++
-		for i, v := range h.Values {
-			cs.sum[i] += int64(v)
+		for i := range cs.sum {
+			cs.sum[i] += int64(value(v, i))
 		}
 	case supersedes(h.Bitmap, cs.bitmap):
 		j.c.Replaced++
-		for i, v := range h.Values {
-			cs.sum[i] = int64(v)
+		for i := range cs.sum {
+			cs.sum[i] = int64(value(v, i))
 		}
 	default:
 		j.c.Overlap++
@@ -159,19 +165,19 @@ func (j *job) mergeFixed(cs *chunk, h *wire.Header, r *resulter) {
 // overflow drops the fixed-point sum and asks every worker to resend the chunk with BYPASS.
 func (j *job) overflow(cs *chunk, h *wire.Header, r *resulter) {
 	cs.reset(modeBypass)
-	cs.overflow = r.build(h, wire.FlagOverflow, j.mask, nil)
+	cs.overflow = r.build(nil, h, wire.FlagOverflow, j.mask, nil)
 	j.c.OverflowResults++
 	r.out(cs.overflow)
 }
 
-func (j *job) mergeBypass(cs *chunk, h *wire.Header, r *resulter) {
+func (j *job) mergeBypass(cs *chunk, h *wire.Header, v []byte, r *resulter) {
 	if h.Flags&wire.FlagBypass == 0 {
 		if h.Flags&wire.FlagResend == 0 {
 			j.c.OverflowIgnored++
 			return
 		}
 		if cs.overflow == nil {
-			cs.overflow = r.build(h, wire.FlagOverflow, j.mask, nil)
+			cs.overflow = r.build(nil, h, wire.FlagOverflow, j.mask, nil)
 		}
 		j.c.ResendAnswered++
 		r.out(cs.overflow)
@@ -193,14 +199,14 @@ func (j *job) mergeBypass(cs *chunk, h *wire.Header, r *resulter) {
 		return
 	}
 	cs.float, cs.floatSet = float, true
-	for i, v := range h.Values {
+	for i := range cs.sum {
 		if replace {
 			cs.fsum[i], cs.sum[i] = 0, 0
 		}
-		if float {
-			cs.fsum[i] += float64(math.Float32frombits(uint32(v)))
+		if x := value(v, i); float {
+			cs.fsum[i] += float64(math.Float32frombits(uint32(x)))
 		} else {
-			cs.sum[i] += int64(v)
+			cs.sum[i] += int64(x)
 		}
 	}
 	cs.bitmap |= h.Bitmap
@@ -234,33 +240,36 @@ func (j *job) mergeBypass(cs *chunk, h *wire.Header, r *resulter) {
 	j.complete(h, cs, flags, &out, r)
 }
 
-// complete emits and keeps the result of h.Seq and forgets its accumulator.
+// complete emits and keeps the result of h.Seq and forgets its accumulator. The result is encoded
+// into the buffer of the kept result it displaces, so a job in steady state allocates nothing.
 func (j *job) complete(h *wire.Header, cs *chunk, flags wire.Flags, out *[wire.NumValues]int32, r *resulter) {
 	if cs.ecn {
 		flags |= wire.FlagECN
 		j.c.ECNResults++
 	}
-	res := r.build(h, flags, j.mask, out)
+	q := h.Seq
+	var buf []byte
+	if len(j.fifo) < j.cfg.Horizon {
+		j.fifo = append(j.fifo, q)
+	} else {
+		old := j.fifo[j.head]
+		buf = j.kept[old]
+		delete(j.kept, old)
+		j.fifo[j.head] = q
+		j.head = (j.head + 1) % j.cfg.Horizon
+		if !j.hasFloor || newer(old, j.floor) {
+			j.floor, j.hasFloor = old, true
+		}
+	}
+	res := r.build(buf, h, flags, j.mask, out)
 	j.c.Results++
 	r.out(res)
-	q := h.Seq
 	delete(j.pending, q)
 	j.pool = append(j.pool, cs)
 	j.kept[q] = res
-	if len(j.fifo) < j.cfg.Horizon {
-		j.fifo = append(j.fifo, q)
-		return
-	}
-	old := j.fifo[j.head]
-	delete(j.kept, old)
-	j.fifo[j.head] = q
-	j.head = (j.head + 1) % j.cfg.Horizon
-	if !j.hasFloor || newer(old, j.floor) {
-		j.floor, j.hasFloor = old, true
-	}
 	// Chunks at or below the floor can no longer complete usefully (no worker waits for them):
 	// forget them so a dead chunk cannot pin memory.
-	if len(j.pending) > j.cfg.Window {
+	if j.hasFloor && len(j.pending) > j.cfg.Window {
 		for s, c := range j.pending {
 			if !newer(s, j.floor) {
 				delete(j.pending, s)

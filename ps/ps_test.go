@@ -192,19 +192,27 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-// BenchmarkMerge is the PS merge throughput: 8 single-worker contributions per chunk (the
-// no-INA case, the PS's worst), bytes = values merged.
-func BenchmarkMerge(b *testing.B) {
-	const workers = 8
-	s := newServer(b, JobConfig{Job: 1, Workers: workers, Window: wire.NumSlots})
-	frames := make([][]byte, 0, 1024*workers)
+// mergeFrames are the frames of 1024 chunks of an 8-worker job, one single-worker packet each (the
+// no-INA case, the PS's worst).
+func mergeFrames() [][]byte {
+	frames := make([][]byte, 0, 1024*8)
 	for q := range uint32(1024) {
-		for w := range workers {
+		for w := range 8 {
 			frames = append(frames, data(1, q, 1<<w, 0, int32(q)))
 		}
 	}
+	return frames
+}
+
+// BenchmarkMerge is the PS merge throughput: one op handles one packet of mergeFrames, including
+// decoding and result encoding; bytes = values merged. BenchmarkCopy, over the same frames, is the
+// reference make bench divides it by: copy() of the same values.
+func BenchmarkMerge(b *testing.B) {
+	s := newServer(b, JobConfig{Job: 1, Workers: 8, Window: wire.NumSlots})
+	frames := mergeFrames()
 	emit := func([]byte) {}
 	b.SetBytes(4 * wire.NumValues)
+	b.ReportAllocs()
 	b.ResetTimer()
 	seq := uint32(0)
 	for i := 0; i < b.N; i++ {
@@ -213,11 +221,21 @@ func BenchmarkMerge(b *testing.B) {
 			// Renumber so every pass merges new chunks.
 			seq += 1024
 			for j, f := range frames {
-				q := seq + uint32(j/workers)
+				q := seq + uint32(j/8)
 				f[50], f[51], f[52], f[53] = byte(q>>24), byte(q>>16), byte(q>>8), byte(q)
 			}
 		}
 		s.Handle(fr, emit)
+	}
+}
+
+func BenchmarkCopy(b *testing.B) {
+	frames := mergeFrames()
+	var dst [4 * wire.NumValues]byte
+	b.SetBytes(4 * wire.NumValues)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		copy(dst[:], frames[i%len(frames)][42+wire.HeaderLen:])
 	}
 }
 

@@ -15,10 +15,11 @@ import (
 // Server is a parameter server for several jobs. Handle and Serve may be called from one goroutine
 // while others add or remove jobs and read counters.
 type Server struct {
-	mu   sync.Mutex
-	jobs map[uint16]*job
-	g    Global
-	r    resulter
+	mu    sync.Mutex
+	jobs  map[uint16]*job
+	g     Global
+	r     resulter
+	frame wire.Frame // decoding scratch
 }
 
 // New returns a server for cfg's jobs.
@@ -68,14 +69,16 @@ func (s *Server) RemoveJob(id uint16) bool {
 	return ok
 }
 
-// Handle processes one received frame, calling emit for each result frame to send (emit may keep
-// the slice; it is not reused).
+// Handle processes one received frame, calling emit for each result frame to send. The values are
+// merged straight from frame, which Handle does not keep. emit must not keep its slice after it
+// returns: result buffers are recycled.
 func (s *Server) Handle(frame []byte, emit func([]byte)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.g.Frames++
-	var f wire.Frame
-	if err := f.Unmarshal(frame); err != nil {
+	f := &s.frame
+	values, err := f.UnmarshalView(frame)
+	if err != nil {
 		if errors.Is(err, wire.ErrNotINA) {
 			s.g.NotINA++
 		} else {
@@ -93,19 +96,42 @@ func (s *Server) Handle(frame []byte, emit func([]byte)) {
 		return
 	}
 	s.r.out = emit
-	j.handle(&f.INA, &s.r)
+	j.handle(&f.INA, values, &s.r)
 }
 
-// Serve receives frames on t and sends results back on t until ctx is done or t fails.
+// Serve receives frames on t and sends results back on t until ctx is done or t fails. On a
+// transport with rings (transport.BatchReceiver and transport.Batcher) frames are merged in place
+// from the receive ring, and the results of a batch leave in one send.
 func (s *Server) Serve(ctx context.Context, t transport.Transport) error {
-	buf := make([]byte, 2048)
+	send := t.Send
+	batch, _ := t.(transport.Batcher)
+	if batch != nil {
+		send = batch.Queue
+	}
 	emit := func(b []byte) {
-		if err := t.Send(b); err != nil {
+		if err := send(b); err != nil {
 			s.g.SendErrors++ // under s.mu: emit runs inside Handle
 		}
 	}
+	handle := func(f []byte) { s.Handle(f, emit) }
+	br, _ := t.(transport.BatchReceiver)
+	buf := make([]byte, 2048)
 	for ctx.Err() == nil {
-		n, err := t.Recv(buf, time.Now().Add(100*time.Millisecond))
+		deadline := time.Now().Add(100 * time.Millisecond)
+		var err error
+		if br != nil {
+			_, err = br.RecvBatch(deadline, 64, handle)
+		} else {
+			var n int
+			if n, err = t.Recv(buf, deadline); err == nil {
+				handle(buf[:n])
+			}
+		}
+		if batch != nil {
+			if ferr := batch.Flush(); ferr != nil && err == nil {
+				err = ferr
+			}
+		}
 		if errors.Is(err, transport.ErrTimeout) {
 			continue
 		}
@@ -115,7 +141,6 @@ func (s *Server) Serve(ctx context.Context, t transport.Transport) error {
 			}
 			return fmt.Errorf("ps: receive: %w", err)
 		}
-		s.Handle(buf[:n], emit)
 	}
 	return nil
 }
@@ -154,8 +179,9 @@ type resulter struct {
 	out  func([]byte)
 }
 
-// build encodes the result for h's (job, seq, slot) with flags and values (nil: zeros).
-func (r *resulter) build(h *wire.Header, flags wire.Flags, mask uint32, v *[wire.NumValues]int32) []byte {
+// build encodes the result for h's (job, seq, slot) with flags and values (nil: zeros) into buf
+// (nil or too short: a new buffer).
+func (r *resulter) build(buf []byte, h *wire.Header, flags wire.Flags, mask uint32, v *[wire.NumValues]int32) []byte {
 	f := &r.tmpl
 	f.ID++
 	f.INA = wire.Header{Version: wire.Version, Type: wire.TypeResult, Priority: h.Priority, Flags: flags,
@@ -163,5 +189,9 @@ func (r *resulter) build(h *wire.Header, flags wire.Flags, mask uint32, v *[wire
 	if v != nil {
 		f.INA.Values = *v
 	}
-	return f.Marshal()
+	if len(buf) < wire.FrameLen {
+		buf = make([]byte, wire.FrameLen)
+	}
+	_ = f.MarshalTo(buf) // cannot fail: buf holds FrameLen bytes
+	return buf[:wire.FrameLen]
 }

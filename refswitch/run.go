@@ -115,7 +115,8 @@ func logStats(d *dataplane) {
 	for _, p := range s.Ports {
 		d.log.Info("port counters", "port", p.Port, "interface", p.Interface, "rx", p.RxPackets, "tx", p.TxPackets,
 			"tail_drops", p.TailDrops, "rx_errors", p.RxErrors, "tx_errors", p.TxErrors,
-			"fault_lost", p.FaultLost, "fault_duplicated", p.FaultDuplicated, "fault_reordered", p.FaultReordered)
+			"fault_lost", p.FaultLost, "fault_duplicated", p.FaultDuplicated, "fault_reordered", p.FaultReordered,
+			"kernel_drops", p.KernelDrops, "rx_truncated", p.RxTruncated, "vlan_tagged", p.VLANTagged)
 	}
 }
 

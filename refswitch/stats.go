@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"sort"
 	"sync/atomic"
+
+	"github.com/inapack/inapack/internal/afring"
 )
 
 // portCounters are the switch's own counters for one port (the model counts INA events).
@@ -31,6 +33,13 @@ type PortStats struct {
 	FaultLost       uint64 `json:"fault_lost"`
 	FaultDuplicated uint64 `json:"fault_duplicated"`
 	FaultReordered  uint64 `json:"fault_reordered"`
+	// KernelDrops counts frames the kernel dropped because the port's receive ring was full
+	// (PACKET_STATISTICS); RxTruncated frames larger than a ring slot; VLANTagged frames whose
+	// 802.1Q tag the kernel had stripped and the port put back (the model then drops them as
+	// non-IPv4, as BMv2 does).
+	KernelDrops uint64 `json:"kernel_drops"`
+	RxTruncated uint64 `json:"rx_truncated"`
+	VLANTagged  uint64 `json:"vlan_tagged"`
 }
 
 // Stats is a snapshot of the switch's own counters.
@@ -51,7 +60,12 @@ func (d *dataplane) stats() Stats {
 	s := Stats{Configured: d.configured.Load(), NoPipelineDrops: d.counters.noPipeline.Load(), NoPortDrops: d.counters.noPort.Load()}
 	for _, p := range d.ports {
 		c := &p.st
+		var ks afring.Stats
+		if p.sock != nil { // nil only in tests without sockets
+			ks = p.sock.Stats()
+		}
 		s.Ports = append(s.Ports, PortStats{
+			KernelDrops: ks.KernelDrops, RxTruncated: ks.Truncated, VLANTagged: ks.VLAN,
 			Port: p.num, Interface: p.ifname,
 			RxPackets: c.RxPackets.Load(), RxBytes: c.RxBytes.Load(), RxErrors: c.RxErrors.Load(),
 			TxPackets: c.TxPackets.Load(), TxBytes: c.TxBytes.Load(), TxErrors: c.TxErrors.Load(),

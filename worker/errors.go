@@ -16,8 +16,13 @@ var ErrOverflow = errors.New("worker: int32 sum overflows")
 // OverflowError lists the chunks whose exact sum does not fit in int32. Their values in the tensor
 // are saturated; every other chunk holds its exact sum.
 type OverflowError struct {
-	Job    uint16
-	Chunks []int // chunk indexes within the tensor (values [64*i, 64*i+64))
+	Job uint16
+	// Chunks are chunk indexes within the call: for AllReduceInt32, values [64*i, 64*i+64) of the
+	// tensor; for AllReduceMany, chunks of the buckets taken in order.
+	Chunks []int
+	// Tensors are the indexes of the tensors holding saturated values ([0] for AllReduceInt32).
+	// Only values at an int32 bound in those chunks are saturated; the others are exact.
+	Tensors []int
 }
 
 func (e *OverflowError) Error() string {

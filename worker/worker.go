@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +18,7 @@ const K = wire.NumValues
 type Worker struct {
 	cfg       Config
 	t         transport.Transport
+	batch     transport.Batcher // t, when it can batch sends
 	nextSeq   uint32 // seq of the first chunk of the next call
 	cwnd      float64
 	cwndMilli atomic.Int64 // cwnd*1000 for Snapshot
@@ -41,6 +41,7 @@ func New(cfg Config, t transport.Transport) (*Worker, error) {
 	w := &Worker{cfg: cfg, t: t, cwnd: float64(cfg.InitialWindow), rto: cfg.RTO,
 		txbuf: make([]byte, wire.FrameLen), rxbuf: make([]byte, 2048)}
 	w.cwndMilli.Store(int64(w.cwnd * 1000))
+	w.batch, _ = t.(transport.Batcher)
 	w.tmpl = wire.Frame{
 		Addr:    wire.Addr{SrcMAC: cfg.SrcMAC, DstMAC: cfg.DstMAC, SrcIP: cfg.SrcIP, DstIP: cfg.DstIP},
 		TTL:     64,
@@ -58,7 +59,7 @@ func (w *Worker) Config() Config { return w.cfg }
 // exact; a sum that does not fit in int32 is saturated and reported with an *OverflowError (after
 // every other chunk has completed, so the peers are not left waiting).
 func (w *Worker) AllReduceInt32(ctx context.Context, data []int32) error {
-	return w.run(ctx, len(data), intCodec{data})
+	return w.AllReduceMany(ctx, []Tensor{{Int32: data}})
 }
 
 // AllReduceFloat32 replaces data with the element-wise sum over all workers, aggregated in fixed
@@ -67,22 +68,10 @@ func (w *Worker) AllReduceInt32(ctx context.Context, data []int32) error {
 // (2^-24 relative); a chunk whose fixed-point sum would not fit in int32 is summed by the PS from the
 // float32 values instead (in float64, rounded once to float32). See README.md.
 func (w *Worker) AllReduceFloat32(ctx context.Context, data []float32, scale float64) error {
-	if scale == 0 {
-		scale = DefaultScale
+	if data == nil {
+		data = []float32{}
 	}
-	if !(scale > 0) || math.IsInf(scale, 0) {
-		return fmt.Errorf("%w: scale %v must be positive and finite", ErrConfig, scale)
-	}
-	return w.run(ctx, len(data), floatCodec{data, scale})
-}
-
-// codec moves one chunk between the caller's tensor and packet values.
-type codec interface {
-	// load fills v with chunk c as aggregatable int32 values, or as float32 bit patterns if bypass.
-	load(c int, v *[K]int32, bypass bool)
-	// store writes a result into chunk c; float says the values are float32 bit patterns.
-	store(c int, v *[K]int32, float bool)
-	isFloat() bool
+	return w.AllReduceMany(ctx, []Tensor{{Float32: data, Scale: scale}})
 }
 
 // inflight is the state of one chunk in the window.
@@ -94,11 +83,11 @@ type inflight struct {
 	done     bool
 }
 
-func (w *Worker) run(ctx context.Context, n int, cd codec) error {
+func (w *Worker) run(ctx context.Context, cd *manyCodec) error {
 	if w.failed {
 		return ErrClosedWorker
 	}
-	chunks := (n + K - 1) / K
+	chunks := cd.numChunks()
 	if chunks == 0 {
 		return nil
 	}
@@ -145,6 +134,10 @@ func (w *Worker) run(ctx context.Context, n int, cd codec) error {
 		deadline := nextCheck
 		if lim := now.Add(50 * time.Millisecond); deadline.After(lim) {
 			deadline = lim // wake up for ctx and the progress timeout
+		}
+		if err := w.flush(); err != nil {
+			w.failed = true
+			return err
 		}
 		k, err := w.t.Recv(w.rxbuf, deadline)
 		if errors.Is(err, transport.ErrTimeout) {
@@ -212,20 +205,20 @@ func (w *Worker) run(ctx context.Context, n int, cd codec) error {
 		}
 	}
 	if len(overflowed) > 0 {
-		return &OverflowError{Job: w.cfg.Job, Chunks: overflowed}
+		return &OverflowError{Job: w.cfg.Job, Chunks: overflowed, Tensors: cd.saturated(overflowed)}
 	}
 	return nil
 }
 
 // send transmits chunk c (seq base+c); extra is BYPASS for the PS path and RESEND for a retry.
-func (w *Worker) send(base uint32, c int, st *inflight, cd codec, extra wire.Flags, now time.Time) error {
+func (w *Worker) send(base uint32, c int, st *inflight, cd *manyCodec, extra wire.Flags, now time.Time) error {
 	f := &w.tmpl
 	f.INA.Seq = base + uint32(c)
 	f.INA.Slot = w.cfg.slot(f.INA.Seq)
 	f.INA.Flags = extra
 	if st.bypass {
 		f.INA.Flags |= wire.FlagBypass
-		if cd.isFloat() {
+		if cd.isFloat(c) {
 			f.INA.Flags |= wire.FlagFloat
 		}
 	}
@@ -234,7 +227,11 @@ func (w *Worker) send(base uint32, c int, st *inflight, cd codec, extra wire.Fla
 	if err := f.MarshalTo(w.txbuf); err != nil {
 		return err
 	}
-	if err := w.t.Send(w.txbuf); err != nil {
+	send := w.t.Send
+	if w.batch != nil {
+		send = w.batch.Queue
+	}
+	if err := send(w.txbuf); err != nil {
 		return fmt.Errorf("worker: job %d rank %d: send: %w", w.cfg.Job, w.cfg.Rank, err)
 	}
 	st.sent = now
@@ -243,9 +240,20 @@ func (w *Worker) send(base uint32, c int, st *inflight, cd codec, extra wire.Fla
 	return nil
 }
 
+// flush transmits the frames a batching transport holds.
+func (w *Worker) flush() error {
+	if w.batch == nil {
+		return nil
+	}
+	if err := w.batch.Flush(); err != nil {
+		return fmt.Errorf("worker: job %d rank %d: send: %w", w.cfg.Job, w.cfg.Rank, err)
+	}
+	return nil
+}
+
 // retransmit resends every chunk in [lo, next) whose timer expired, with RESEND, and returns when
 // the next timer fires.
-func (w *Worker) retransmit(base uint32, lo, next int, win []inflight, cd codec, now time.Time) (time.Time, error) {
+func (w *Worker) retransmit(base uint32, lo, next int, win []inflight, cd *manyCodec, now time.Time) (time.Time, error) {
 	var earliest time.Time
 	cut := false
 	for c := lo; c < next; c++ {

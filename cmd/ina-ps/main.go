@@ -90,7 +90,7 @@ func main() {
 				case <-ctx.Done():
 					return
 				case <-tk.C:
-					report(srv, jobs)
+					report(srv, jobs, t)
 				}
 			}
 		}()
@@ -98,14 +98,14 @@ func main() {
 	log.Printf("serving %d job(s) on %s (mac %s, ip %s)", len(jobs), *iface, mac, *ipStr)
 	if err := srv.Serve(ctx, t); err != nil {
 		log.Print(err)
-		report(srv, jobs)
+		report(srv, jobs, t)
 		os.Exit(1)
 	}
-	report(srv, jobs)
+	report(srv, jobs, t)
 }
 
 // report prints one machine-readable line per job and one for frames of no job.
-func report(srv *ps.Server, jobs jobFlags) {
+func report(srv *ps.Server, jobs jobFlags, t *transport.Packet) {
 	ids := make([]int, 0, len(jobs))
 	for _, j := range jobs {
 		ids = append(ids, int(j.Job))
@@ -117,6 +117,7 @@ func report(srv *ps.Server, jobs jobFlags) {
 		fmt.Printf("ps: job=%d pending=%d kept=%d %v\n", id, pending, kept, c)
 	}
 	g := srv.Global()
-	fmt.Printf("ps: frames=%d not_ina=%d malformed=%d not_data=%d unknown_job=%d send_errors=%d\n",
-		g.Frames, g.NotINA, g.Malformed, g.NotData, g.UnknownJob, g.SendErrors)
+	ts := t.Stats()
+	fmt.Printf("ps: frames=%d not_ina=%d malformed=%d not_data=%d unknown_job=%d send_errors=%d kernel_drops=%d\n",
+		g.Frames, g.NotINA, g.Malformed, g.NotData, g.UnknownJob, g.SendErrors, ts.KernelDrops)
 }

@@ -89,7 +89,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	l := loop{w: w, job: uint16(*job), rank: *rank, workers: *workers, size: *size, float: *dtype == "float32",
+	l := loop{w: w, t: t, job: uint16(*job), rank: *rank, workers: *workers, size: *size, float: *dtype == "float32",
 		scale: *scale, seed: *seed, quiet: *quiet}
 	err = l.run(ctx, *iters, *compute)
 	l.summary(err)
@@ -100,6 +100,7 @@ func main() {
 
 type loop struct {
 	w             *worker.Worker
+	t             *transport.Packet
 	job           uint16
 	rank, workers int
 	size          int
@@ -191,9 +192,10 @@ func (l *loop) summary(err error) {
 	if l.reduceTime > 0 {
 		gp = mbps(4*l.size*l.timed, l.reduceTime)
 	}
-	fmt.Printf("worker-summary: job=%d rank=%d status=%s iterations=%d exact=%d wrong=%d wrong_values=%d goodput_mbps=%.1f wall_s=%.2f sent=%d resent=%d bypass=%d overflow_results=%d ecn=%d window_cuts=%d ignored_results=%d\n",
+	ts := l.t.Stats()
+	fmt.Printf("worker-summary: job=%d rank=%d status=%s iterations=%d exact=%d wrong=%d wrong_values=%d goodput_mbps=%.1f wall_s=%.2f sent=%d resent=%d bypass=%d overflow_results=%d ecn=%d window_cuts=%d ignored_results=%d kernel_drops=%d\n",
 		l.job, l.rank, status, l.done, l.ok, l.bad, l.values, gp, time.Since(l.start).Seconds(), s.DataSent, s.Resent,
-		s.BypassSent, s.Overflows, s.ECN, s.WindowCuts, s.ResultsIgnored)
+		s.BypassSent, s.Overflows, s.ECN, s.WindowCuts, s.ResultsIgnored, ts.KernelDrops)
 	if err != nil {
 		fmt.Printf("worker-error: job=%d rank=%d %v\n", l.job, l.rank, err)
 	}

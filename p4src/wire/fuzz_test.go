@@ -14,9 +14,18 @@ func FuzzFrame(f *testing.F) {
 	f.Add(append(append([]byte{}, b...), 1, 2))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var x Frame
-		if err := x.Unmarshal(data); err != nil {
+		var x, v Frame
+		err := x.Unmarshal(data)
+		vals, verr := v.UnmarshalView(data)
+		if (err == nil) != (verr == nil) || err != nil && err.Error() != verr.Error() {
+			t.Fatalf("Unmarshal: %v, UnmarshalView: %v", err, verr)
+		}
+		if err != nil {
 			return
+		}
+		v.INA.Values = x.INA.Values
+		if !framesEqual(&x, &v) || !bytes.Equal(vals, data[42+HeaderLen:]) {
+			t.Fatal("UnmarshalView decoded differently from Unmarshal")
 		}
 		enc := x.Marshal()
 		var y Frame

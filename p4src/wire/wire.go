@@ -66,6 +66,17 @@ func (h *Header) MarshalTo(b []byte) error {
 
 // Unmarshal decodes exactly PayloadLen bytes. It checks the length first, then the version and type.
 func (h *Header) Unmarshal(b []byte) error {
+	if err := h.unmarshalFields(b); err != nil {
+		return err
+	}
+	for i := range h.Values {
+		h.Values[i] = int32(binary.BigEndian.Uint32(b[HeaderLen+4*i:]))
+	}
+	return h.check()
+}
+
+// unmarshalFields checks the length and decodes everything but the values.
+func (h *Header) unmarshalFields(b []byte) error {
 	if len(b) < PayloadLen {
 		return fmt.Errorf("%w: INA payload is %d bytes, want %d", ErrShort, len(b), PayloadLen)
 	}
@@ -80,9 +91,10 @@ func (h *Header) Unmarshal(b []byte) error {
 	h.Slot = binary.BigEndian.Uint16(b[6:])
 	h.Seq = binary.BigEndian.Uint32(b[8:])
 	h.Bitmap = binary.BigEndian.Uint32(b[12:])
-	for i := range h.Values {
-		h.Values[i] = int32(binary.BigEndian.Uint32(b[HeaderLen+4*i:]))
-	}
+	return nil
+}
+
+func (h *Header) check() error {
 	if h.Version != Version {
 		return fmt.Errorf("%w: %d", ErrVersion, h.Version)
 	}
@@ -151,6 +163,26 @@ func (f *Frame) Marshal() []byte {
 // Unmarshal decodes an INA frame. Lengths are checked before anything else is read; the IPv4
 // checksum is not verified (switches recompute it). The MAC and IP slices alias b.
 func (f *Frame) Unmarshal(b []byte) error {
+	if err := f.unmarshalAddr(b); err != nil {
+		return err
+	}
+	return f.INA.Unmarshal(b[42:])
+}
+
+// UnmarshalView is Unmarshal without copying the values: it checks and decodes everything else
+// (f.INA.Values is left as it was) and returns the K big-endian values, aliasing b.
+func (f *Frame) UnmarshalView(b []byte) (values []byte, err error) {
+	if err := f.unmarshalAddr(b); err != nil {
+		return nil, err
+	}
+	if err := f.INA.unmarshalFields(b[42:]); err != nil {
+		return nil, err
+	}
+	return b[42+HeaderLen : FrameLen], f.INA.check()
+}
+
+// unmarshalAddr checks the lengths and decodes the frame up to the INA header.
+func (f *Frame) unmarshalAddr(b []byte) error {
 	if len(b) < 42 {
 		return fmt.Errorf("%w: frame is %d bytes", ErrShort, len(b))
 	}
@@ -185,7 +217,7 @@ func (f *Frame) Unmarshal(b []byte) error {
 	f.SrcIP = net.IP(b[26:30])
 	f.DstIP = net.IP(b[30:34])
 	f.SrcPort = binary.BigEndian.Uint16(b[34:])
-	return f.INA.Unmarshal(b[42:])
+	return nil
 }
 
 // IPv4Checksum is the RFC 1071 checksum of an IPv4 header whose checksum field is zero.

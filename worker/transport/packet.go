@@ -4,74 +4,90 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"time"
 
-	"github.com/mdlayher/packet"
+	"github.com/inapack/inapack/internal/afring"
 	"golang.org/x/sys/unix"
 )
 
-// Packet is an AF_PACKET raw socket on one interface, receiving IPv4 frames.
+// Packet is an AF_PACKET socket on one interface, receiving IPv4 frames, with PACKET_MMAP rings
+// for both directions: frames are read in place from the receive ring and queued into the
+// transmit ring, which one system call sends in a batch.
 type Packet struct {
-	conn *packet.Conn
-	ifi  *net.Interface
-	dst  *packet.Addr
+	s *afring.Socket
+}
+
+// PacketStats are a Packet transport's counters; KernelDrops counts the frames the kernel dropped
+// because the receive ring was full.
+type PacketStats = afring.Stats
+
+// PacketConfig sizes the rings (zero values: 1024 receive and 256 transmit slots of 2 KiB).
+type PacketConfig struct {
+	RXFrames, TXFrames int
 }
 
 // OpenPacket opens a raw socket on the named interface (needs CAP_NET_RAW). Frames the host sends
 // itself are not looped back to Recv. The interface is put in promiscuous mode so frames addressed
-// to other MACs (the INA protocol does not require the receiver's MAC) are seen.
-func OpenPacket(name string) (*Packet, error) {
-	ifi, err := net.InterfaceByName(name)
+// to other MACs (the INA protocol does not require the receiver's MAC) are seen. An 802.1Q tag the
+// kernel stripped on receive is put back, so a tagged frame is never mistaken for an INA packet.
+func OpenPacket(name string) (*Packet, error) { return OpenPacketConfig(name, PacketConfig{}) }
+
+// OpenPacketConfig is OpenPacket with ring sizes.
+func OpenPacketConfig(name string, cfg PacketConfig) (*Packet, error) {
+	s, err := afring.Open(name, afring.Config{Protocol: unix.ETH_P_IP, Promiscuous: true, RXFrames: cfg.RXFrames, TXFrames: cfg.TXFrames})
 	if err != nil {
-		return nil, fmt.Errorf("transport: interface %q: %w", name, err)
+		return nil, fmt.Errorf("transport: %w", err)
 	}
-	c, err := packet.Listen(ifi, packet.Raw, unix.ETH_P_IP, nil)
-	if err != nil {
-		return nil, fmt.Errorf("transport: AF_PACKET socket on %s (needs root or CAP_NET_RAW): %w", name, err)
-	}
-	if rc, err := c.SyscallConn(); err == nil {
-		// Best effort: kernels before 4.20 lack PACKET_IGNORE_OUTGOING; agents then skip their own
-		// frames by type.
-		_ = rc.Control(func(fd uintptr) {
-			_ = unix.SetsockoptInt(int(fd), unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1)
-		})
-	}
-	if err := c.SetPromiscuous(true); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("transport: promiscuous mode on %s: %w", name, err)
-	}
-	return &Packet{conn: c, ifi: ifi, dst: &packet.Addr{HardwareAddr: net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}}, nil
+	return &Packet{s: s}, nil
 }
 
 // MAC is the interface's hardware address.
-func (p *Packet) MAC() net.HardwareAddr { return p.ifi.HardwareAddr }
+func (p *Packet) MAC() net.HardwareAddr { return p.s.Interface().HardwareAddr }
 
 // Send implements Transport. The frame goes out as is (its Ethernet header included).
-func (p *Packet) Send(frame []byte) error {
-	_, err := p.conn.WriteTo(frame, p.dst)
-	if errors.Is(err, net.ErrClosed) {
+func (p *Packet) Send(frame []byte) error { return mapErr(p.s.Send(frame)) }
+
+// Queue implements Batcher: frame is copied into the transmit ring and sent by the next Flush.
+func (p *Packet) Queue(frame []byte) error { return mapErr(p.s.Queue(frame)) }
+
+// Flush implements Batcher.
+func (p *Packet) Flush() error { return mapErr(p.s.Flush()) }
+
+// Recv implements Transport.
+func (p *Packet) Recv(buf []byte, deadline time.Time) (int, error) {
+	n := 0
+	_, err := p.RecvBatch(deadline, 1, func(f []byte) { n = copy(buf, f) })
+	if err == nil && n == 0 {
+		return 0, ErrTimeout
+	}
+	return n, err
+}
+
+// RecvBatch implements BatchReceiver.
+func (p *Packet) RecvBatch(deadline time.Time, limit int, fn func(frame []byte)) (int, error) {
+	timeout := time.Duration(-1)
+	if !deadline.IsZero() {
+		timeout = max(0, time.Until(deadline))
+	}
+	k, err := p.s.Receive(timeout, limit, fn)
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	if k == 0 {
+		return 0, ErrTimeout
+	}
+	return k, nil
+}
+
+// Stats returns the socket's counters, the kernel's drops included.
+func (p *Packet) Stats() PacketStats { return p.s.Stats() }
+
+// Close implements Transport.
+func (p *Packet) Close() error { return p.s.Close() }
+
+func mapErr(err error) error {
+	if errors.Is(err, afring.ErrClosed) {
 		return ErrClosed
 	}
 	return err
 }
-
-// Recv implements Transport.
-func (p *Packet) Recv(buf []byte, deadline time.Time) (int, error) {
-	if err := p.conn.SetReadDeadline(deadline); err != nil {
-		return 0, err
-	}
-	n, _, err := p.conn.ReadFrom(buf)
-	switch {
-	case err == nil:
-		return n, nil
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return 0, ErrTimeout
-	case errors.Is(err, net.ErrClosed):
-		return 0, ErrClosed
-	}
-	return 0, err
-}
-
-// Close implements Transport.
-func (p *Packet) Close() error { return p.conn.Close() }

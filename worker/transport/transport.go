@@ -23,3 +23,21 @@ type Transport interface {
 	// Close releases the transport and unblocks a pending Recv.
 	Close() error
 }
+
+// Batcher is implemented by transports that can hold frames and send them together, one system
+// call for many frames. The agents use it when it is there.
+type Batcher interface {
+	// Queue transmits frame no later than the next Flush. The transport does not keep frame.
+	Queue(frame []byte) error
+	// Flush transmits every queued frame.
+	Flush() error
+}
+
+// BatchReceiver is implemented by transports that hand received frames over in place.
+type BatchReceiver interface {
+	// RecvBatch calls fn for each frame waiting, at most max of them (max <= 0: no limit), waiting
+	// until deadline for the first one (a zero deadline waits forever). It returns how many frames
+	// fn saw, ErrTimeout when none came in time, and ErrClosed after Close. frame is valid only
+	// while fn runs.
+	RecvBatch(deadline time.Time, max int, fn func(frame []byte)) (int, error)
+}
