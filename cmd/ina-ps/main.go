@@ -1,6 +1,9 @@
-// Command ina-ps is the INA parameter server on one AF_PACKET interface, serving one or more jobs.
+// Command ina-ps is the INA parameter server on AF_PACKET interfaces, serving one or more jobs.
 //
 //	ina-ps -iface ps-eth0 -ip 10.0.0.100 -job 1:2:16 -job 2:2:16
+//
+// With -iface given twice it serves both and sends every result out of both: a PS on a machine
+// that also runs one of its job's workers reaches that worker over a private link.
 package main
 
 import (
@@ -47,29 +50,48 @@ func (j *jobFlags) Set(s string) error {
 	return nil
 }
 
+// ifaceFlags collects -iface.
+type ifaceFlags []string
+
+func (f *ifaceFlags) String() string     { return strings.Join(*f, ",") }
+func (f *ifaceFlags) Set(s string) error { *f = append(*f, s); return nil }
+
 func main() {
 	var jobs jobFlags
-	iface := flag.String("iface", "", "interface to serve on (AF_PACKET; needs root)")
+	var ifaces ifaceFlags
+	flag.Var(&ifaces, "iface", "interface to serve on (AF_PACKET; needs root); repeatable: results go out of every one")
 	ipStr := flag.String("ip", "10.0.0.100", "the PS's IPv4 address (source of results)")
-	macStr := flag.String("mac", "", "the PS's MAC (default: the interface's)")
+	macStr := flag.String("mac", "", "the PS's MAC (default: the first interface's)")
 	every := flag.Duration("stats", 0, "print counters this often (0: only at exit)")
 	flag.Var(&jobs, "job", "JOB:WORKERS[:WINDOW] to serve (repeatable)")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("ina-ps: ")
-	if *iface == "" || len(jobs) == 0 {
+	if len(ifaces) == 0 || len(jobs) == 0 {
 		log.Fatal("need -iface and at least one -job (see -h)")
 	}
 	ip := net.ParseIP(*ipStr).To4()
 	if ip == nil {
 		log.Fatalf("-ip %q: want an IPv4 address", *ipStr)
 	}
-	t, err := transport.OpenPacket(*iface)
-	if err != nil {
-		log.Fatal(err)
+	var members []transport.Transport
+	var mac net.HardwareAddr
+	for _, name := range ifaces {
+		p, err := transport.OpenPacket(name)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if mac == nil {
+			mac = p.MAC()
+		}
+		members = append(members, p)
+	}
+	var t transport.Transport = members[0]
+	if len(members) > 1 {
+		t = transport.NewFanout(members...)
 	}
 	defer t.Close()
-	mac := t.MAC()
+	var err error
 	if *macStr != "" {
 		if mac, err = net.ParseMAC(*macStr); err != nil {
 			log.Fatalf("-mac: %v", err)
@@ -95,7 +117,7 @@ func main() {
 			}
 		}()
 	}
-	log.Printf("serving %d job(s) on %s (mac %s, ip %s)", len(jobs), *iface, mac, *ipStr)
+	log.Printf("serving %d job(s) on %s (mac %s, ip %s)", len(jobs), ifaces.String(), mac, *ipStr)
 	if err := srv.Serve(ctx, t); err != nil {
 		log.Print(err)
 		report(srv, jobs, t)

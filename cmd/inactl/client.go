@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"sort"
 	"strconv"
@@ -36,19 +33,11 @@ func (f clientFlags) client() (*api.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	base := *f.api
-	c := api.NewClient(base, token)
+	c := api.NewClient(*f.api, token)
 	if *f.ca != "" {
-		pem, err := os.ReadFile(*f.ca)
-		if err != nil {
+		if err := c.TrustCA(*f.ca); err != nil {
 			return nil, err
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s: no certificate", *f.ca)
-		}
-		c.HTTP.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
-		c.Base = strings.Replace(c.Base, "http://", "https://", 1)
 	}
 	return c, nil
 }

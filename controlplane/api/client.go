@@ -3,16 +3,20 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	cp "github.com/inapack/inapack/controlplane"
 )
 
-// Client calls the job API.
+// Client calls the job API. Its Do is a small JSON-over-HTTP client that the cluster layer's APIs
+// reuse.
 type Client struct {
 	Base  string // e.g. http://127.0.0.1:9560
 	Token string
@@ -27,7 +31,9 @@ func NewClient(base, token string) *Client {
 	return &Client{Base: strings.TrimRight(base, "/"), Token: token, HTTP: &http.Client{Timeout: 60 * time.Second}}
 }
 
-func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+// Do sends body (if not nil) as JSON to path and decodes a 2xx answer into out (if not nil); any
+// other answer is an error carrying the body's Error message.
+func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
 	var rd *bytes.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -48,7 +54,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		return fmt.Errorf("controller API at %s: %w", c.Base, err)
+		return fmt.Errorf("API at %s: %w", c.Base, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
@@ -64,29 +70,44 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	return nil
 }
 
+// TrustCA makes the client speak HTTPS to a server whose certificate caFile's CA signed.
+func (c *Client) TrustCA(caFile string) error {
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return fmt.Errorf("%s: no certificate", caFile)
+	}
+	c.HTTP.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	c.Base = strings.Replace(c.Base, "http://", "https://", 1)
+	return nil
+}
+
 // Jobs lists the controller's jobs.
 func (c *Client) Jobs(ctx context.Context) ([]cp.JobConfig, error) {
 	var out []cp.JobConfig
-	return out, c.do(ctx, http.MethodGet, "/v1/jobs", nil, &out)
+	return out, c.Do(ctx, http.MethodGet, "/v1/jobs", nil, &out)
 }
 
 // AddJob installs a job.
 func (c *Client) AddJob(ctx context.Context, j cp.JobConfig) error {
-	return c.do(ctx, http.MethodPost, "/v1/jobs", j, nil)
+	return c.Do(ctx, http.MethodPost, "/v1/jobs", j, nil)
 }
 
 // UpdateJob changes a job's priority cap and/or INA switch.
 func (c *Client) UpdateJob(ctx context.Context, id int, p JobPatch) error {
-	return c.do(ctx, http.MethodPatch, fmt.Sprintf("/v1/jobs/%d", id), p, nil)
+	return c.Do(ctx, http.MethodPatch, fmt.Sprintf("/v1/jobs/%d", id), p, nil)
 }
 
 // RemoveJob removes a job and frees its slots.
 func (c *Client) RemoveJob(ctx context.Context, id int) error {
-	return c.do(ctx, http.MethodDelete, fmt.Sprintf("/v1/jobs/%d", id), nil, nil)
+	return c.Do(ctx, http.MethodDelete, fmt.Sprintf("/v1/jobs/%d", id), nil, nil)
 }
 
 // Status returns the switches' status.
 func (c *Client) Status(ctx context.Context) ([]cp.SwitchStatus, error) {
 	var out []cp.SwitchStatus
-	return out, c.do(ctx, http.MethodGet, "/v1/status", nil, &out)
+	return out, c.Do(ctx, http.MethodGet, "/v1/status", nil, &out)
 }

@@ -60,6 +60,21 @@ func (t *Topology) Derive(endpoints map[string]Endpoint) (*controlplane.Config, 
 	return cfg, nil
 }
 
+// DeriveJob builds one job's entries on every switch its traffic crosses, as Derive does for the
+// jobs of the ina section; the cluster layer uses it for jobs it places. j.ID is also the job's
+// multicast group id.
+func (t *Topology) DeriveJob(j Job) (*controlplane.JobConfig, error) {
+	g, err := t.graph()
+	if err != nil {
+		return nil, err
+	}
+	jc, err := t.deriveJob(g, j)
+	if err != nil {
+		return nil, fmt.Errorf("job %d: %w", j.ID, err)
+	}
+	return jc, nil
+}
+
 func (t *Topology) deriveJob(g graph, j Job) (*controlplane.JobConfig, error) {
 	ps, ok := t.Hosts[j.PS]
 	if !ok {

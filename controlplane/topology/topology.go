@@ -3,9 +3,11 @@ package topology
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"os"
 	"strconv"
@@ -22,11 +24,13 @@ type Topology struct {
 	INA      INA               `json:"ina"`
 }
 
-// Host is a Mininet host: address with prefix length, MAC, and commands run after start-up.
+// Host is a Mininet host: address with prefix length, MAC, and commands run after start-up. GPUs
+// is how many GPUs the cluster layer may place on it (0: not a machine for training jobs).
 type Host struct {
 	IP       string   `json:"ip"`
 	MAC      string   `json:"mac"`
 	Commands []string `json:"commands,omitempty"`
+	GPUs     int      `json:"gpus,omitempty"`
 }
 
 // Switch is a P4 switch. DeviceID defaults to 1.
@@ -34,20 +38,25 @@ type Switch struct {
 	DeviceID uint64 `json:"device_id,omitempty"`
 }
 
-// Link joins two endpoints: a host name, or "<switch>-p<port>".
+// Link joins two endpoints: a host name, or "<switch>-p<port>". Latency and Mbps are the
+// tutorials' optional third and fourth elements; Mbps 0 means no rate limit. Runners emulate Mbps
+// with the switches' egress rate on both ends (refswitch --rate), and the cluster layer reads it
+// as the link's capacity.
 type Link struct {
-	A, B string
+	A, B    string
+	Latency string
+	Mbps    float64
 }
 
-// UnmarshalJSON accepts the tutorials' form ["h1", "s1-p1"] and ignores the optional latency and
-// bandwidth elements that may follow (the switch's own --rate option emulates bandwidth).
+// UnmarshalJSON accepts the tutorials' form ["h1", "s1-p1"] or ["h1", "s1-p1", "0ms", 100]
+// (latency, then bandwidth in Mbit/s).
 func (l *Link) UnmarshalJSON(b []byte) error {
 	var raw []json.RawMessage
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return fmt.Errorf("link %s: want [endpoint, endpoint, ...]", b)
 	}
-	if len(raw) < 2 {
-		return fmt.Errorf("link %s: want two endpoints", b)
+	if len(raw) < 2 || len(raw) > 4 {
+		return fmt.Errorf("link %s: want [endpoint, endpoint] and optionally latency and bandwidth (Mbit/s)", b)
 	}
 	if err := json.Unmarshal(raw[0], &l.A); err != nil {
 		return fmt.Errorf("link %s: endpoint 1 is not a string", b)
@@ -55,7 +64,33 @@ func (l *Link) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(raw[1], &l.B); err != nil {
 		return fmt.Errorf("link %s: endpoint 2 is not a string", b)
 	}
+	if len(raw) > 2 {
+		// The tutorials write latency as "2ms" or as a number of milliseconds.
+		var ms float64
+		if json.Unmarshal(raw[2], &ms) == nil {
+			l.Latency = strconv.FormatFloat(ms, 'f', -1, 64) + "ms"
+		} else if err := json.Unmarshal(raw[2], &l.Latency); err != nil {
+			return fmt.Errorf("link %s: latency is neither a string nor a number of ms", b)
+		}
+	}
+	if len(raw) > 3 {
+		if err := json.Unmarshal(raw[3], &l.Mbps); err != nil || l.Mbps < 0 || math.IsInf(l.Mbps, 0) {
+			return fmt.Errorf("link %s: bandwidth must be a number of Mbit/s >= 0", b)
+		}
+	}
 	return nil
+}
+
+// MarshalJSON writes the tutorials' form, the optional elements only when set.
+func (l Link) MarshalJSON() ([]byte, error) {
+	v := []any{l.A, l.B}
+	if l.Latency != "" || l.Mbps > 0 {
+		v = append(v, cmp.Or(l.Latency, "0ms"))
+	}
+	if l.Mbps > 0 {
+		v = append(v, l.Mbps)
+	}
+	return json.Marshal(v)
 }
 
 // INA holds the jobs and the switch settings applied to every switch.
@@ -113,8 +148,8 @@ type hop struct {
 
 type graph map[string][]hop
 
-// parseEndpoint splits "s1-p3" into ("s1", 3); a host name has port 0.
-func (t *Topology) parseEndpoint(e string) (string, int, error) {
+// ParseEndpoint splits "s1-p3" into ("s1", 3); a host name has port 0.
+func (t *Topology) ParseEndpoint(e string) (string, int, error) {
 	if _, ok := t.Hosts[e]; ok {
 		return e, 0, nil
 	}
@@ -137,11 +172,11 @@ func (t *Topology) graph() (graph, error) {
 	g := graph{}
 	used := map[string]bool{}
 	for _, l := range t.Links {
-		a, pa, err := t.parseEndpoint(l.A)
+		a, pa, err := t.ParseEndpoint(l.A)
 		if err != nil {
 			return nil, err
 		}
-		b, pb, err := t.parseEndpoint(l.B)
+		b, pb, err := t.ParseEndpoint(l.B)
 		if err != nil {
 			return nil, err
 		}

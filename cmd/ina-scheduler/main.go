@@ -1,0 +1,51 @@
+// Command ina-scheduler runs the cluster's job scheduler (serve), talks to it (submit, jobs,
+// cancel), and serves the Kubernetes scheduler extender (extender).
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+const usage = `ina-scheduler: NetPack job scheduler for INA clusters
+
+  ina-scheduler serve --topology T --hosts H --controller ADDR [--policy netpack] [--state DIR]
+                      place jobs, drive the switch controller and the agents, serve the job API
+  ina-scheduler submit [--file J | --gpus N --model M --iterations I ...]
+                      submit a job (JSON as POST /v1/jobs takes it)
+  ina-scheduler jobs  every job: state, placement, measured throughput, JCT
+  ina-scheduler cancel ID
+                      leave the queue, or stop a running job and free what it holds
+
+Client commands take --api ADDR (default 127.0.0.1:9570), --token-file F (or $INA_SCHEDULER_TOKEN)
+and --ca F for an API served over TLS.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	args := os.Args[2:]
+	switch os.Args[1] {
+	case "serve":
+		err = cmdServe(args)
+	case "submit":
+		err = cmdSubmit(args)
+	case "jobs":
+		err = cmdJobs(args)
+	case "cancel":
+		err = cmdCancel(args)
+	case "help", "-h", "--help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "ina-scheduler: unknown command %q\n\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ina-scheduler:", err)
+		os.Exit(1)
+	}
+}

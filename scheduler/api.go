@@ -1,0 +1,121 @@
+package scheduler
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/inapack/inapack/controlplane/api"
+)
+
+// Handler serves the scheduler's HTTP/JSON API:
+//
+//	POST   /v1/jobs        submit a job (body: Submission) -> 201 Job
+//	GET    /v1/jobs        every job: placement, state, measured throughput, JCT
+//	GET    /v1/jobs/{id}   one job
+//	DELETE /v1/jobs/{id}   cancel: a queued job leaves the queue, a running one is stopped -> 204
+//	GET    /v1/cluster     the machines with their free GPUs, and the policy
+//
+// A non-empty token is required as "Authorization: Bearer <token>" (the controller's rule, shared
+// through controlplane/api).
+func Handler(s *Service, token string, log *slog.Logger) http.Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	h := &handler{s: s, log: log}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/jobs", h.submit)
+	mux.HandleFunc("GET /v1/jobs", h.list)
+	mux.HandleFunc("GET /v1/jobs/{id}", h.get)
+	mux.HandleFunc("DELETE /v1/jobs/{id}", h.cancel)
+	mux.HandleFunc("GET /v1/cluster", h.cluster)
+	return api.RequireToken(mux, token, log)
+}
+
+// ClusterInfo is the body of GET /v1/cluster.
+type ClusterInfo struct {
+	Policy   string    `json:"policy"`
+	Machines []Machine `json:"machines"`
+}
+
+type handler struct {
+	s   *Service
+	log *slog.Logger
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, code int, err error) {
+	h.log.Warn("scheduler API request failed", "method", r.Method, "path", r.URL.Path, "code", code, "err", err)
+	writeJSON(w, code, api.Error{Error: err.Error()})
+}
+
+func (h *handler) submit(w http.ResponseWriter, r *http.Request) {
+	var sub Submission
+	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&sub); err != nil {
+		h.fail(w, r, http.StatusBadRequest, fmt.Errorf("bad JSON body: %w", err))
+		return
+	}
+	j, err := h.s.Submit(sub)
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, j)
+}
+
+func (h *handler) list(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, h.s.Jobs())
+}
+
+func (h *handler) id(w http.ResponseWriter, r *http.Request) (int, bool) {
+	id, err := strconv.Atoi(r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, fmt.Errorf("job id %q is not a number", r.PathValue("id")))
+		return 0, false
+	}
+	return id, true
+}
+
+func (h *handler) get(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.id(w, r)
+	if !ok {
+		return
+	}
+	j, err := h.s.Job(id)
+	if err != nil {
+		h.fail(w, r, http.StatusNotFound, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, j)
+}
+
+func (h *handler) cancel(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.id(w, r)
+	if !ok {
+		return
+	}
+	if err := h.s.Cancel(id); err != nil {
+		code := http.StatusConflict
+		if errors.Is(err, ErrUnknownJob) {
+			code = http.StatusNotFound
+		}
+		h.fail(w, r, code, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *handler) cluster(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, ClusterInfo{Policy: h.s.Policy(), Machines: h.s.Machines()})
+}

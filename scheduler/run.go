@@ -1,0 +1,313 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// launch installs a placed job's entries and starts its agents; any failure fails the job and
+// frees what it took.
+func (s *Service) launch(id int) {
+	s.mu.Lock()
+	j := s.byID[id]
+	if j.State != Starting {
+		s.mu.Unlock()
+		return
+	}
+	jc := *j
+	p := *j.Placement
+	s.mu.Unlock()
+	jc.Placement = &p
+	if err := s.startAgents(&jc); err != nil {
+		s.log.Warn("job failed to start", "job", id, "err", err)
+		s.teardown(id, Failed, "start: "+err.Error())
+		return
+	}
+	s.mu.Lock()
+	if j.State == Starting {
+		j.State = Running
+		s.logSaveErr(s.saveLocked())
+	}
+	s.mu.Unlock()
+	s.log.Info("job running", "job", id)
+}
+
+// wireJob is the job id the agents put in their packets: the switch job id, or any id for a job
+// that never leaves its host.
+func wireJob(p *Placement) int { return max(p.SwitchJob, 1) }
+
+func (s *Service) startAgents(j *Job) error {
+	p := j.Placement
+	ctx, cancel := context.WithTimeout(s.ctx, 60*time.Second)
+	defer cancel()
+	if p.SwitchJob != 0 {
+		jc, err := s.jobConfig(j)
+		if err != nil {
+			return err
+		}
+		if err := s.cfg.Controller.AddJob(ctx, jc); err != nil {
+			return fmt.Errorf("installing the job on the switches: %w", err)
+		}
+	}
+	local := p.Workers[len(p.Workers)-1].Local
+	if local {
+		if err := s.addLocalLink(j); err != nil {
+			return err
+		}
+	}
+	dir := filepath.Join(s.cfg.StateDir, "logs")
+	ps, err := s.procs.start(s.cfg.Hosts[p.PS], "ps", 0, p.PS, filepath.Join(dir, fmt.Sprintf("job%d-ps.log", j.ID)),
+		s.psArgv(j, wireJob(p), local)...)
+	if err != nil {
+		return err
+	}
+	s.addProc(j.ID, ps)
+	if err := s.waitReady(ctx, &ps); err != nil {
+		return err
+	}
+	for _, w := range p.Workers {
+		wp, err := s.procs.start(s.cfg.Hosts[w.Host], "worker", w.Rank, w.Host,
+			filepath.Join(dir, fmt.Sprintf("job%d-rank%d.log", j.ID, w.Rank)), s.workerArgv(j, w, wireJob(p))...)
+		if err != nil {
+			return err
+		}
+		s.addProc(j.ID, wp)
+	}
+	return nil
+}
+
+// addProc records a started agent at once, so that a failure later in the start (or a restart of
+// the scheduler) still finds it to stop.
+func (s *Service) addProc(id int, p Proc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := s.byID[id]
+	j.Procs = append(j.Procs, p)
+	s.logs[id] = append(s.logs[id], &agentLog{})
+	s.logSaveErr(s.saveLocked())
+}
+
+// waitReady waits for the PS to open its sockets: workers started earlier would lose their first
+// packets.
+func (s *Service) waitReady(ctx context.Context, p *Proc) error {
+	var a agentLog
+	for {
+		readLog(p, &a)
+		if a.ready {
+			return nil
+		}
+		if ok, how := s.procs.alive(p); !ok {
+			readLog(p, &a)
+			return fmt.Errorf("the parameter server on %s exited (%s): %s", p.Host, how, a.errLine)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the parameter server on %s did not start serving: %w", p.Host, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// addLocalLink makes the private veth pair between the PS and the worker on its host.
+func (s *Service) addLocalLink(j *Job) error {
+	h := s.cfg.Hosts[j.Placement.PS]
+	lp, lw := localLink(j)
+	_ = h.run("ip", "link", "del", lp) // left by a run that crashed
+	steps := [][]string{
+		{"ip", "link", "add", lp, "type", "veth", "peer", "name", lw},
+		{"ip", "link", "set", lp, "mtu", "9500"}, {"ip", "link", "set", lw, "mtu", "9500"},
+		{"sysctl", "-qw", "net.ipv6.conf." + lp + ".disable_ipv6=1"},
+		{"sysctl", "-qw", "net.ipv6.conf." + lw + ".disable_ipv6=1"},
+		{"ip", "link", "set", lp, "up"}, {"ip", "link", "set", lw, "up"},
+	}
+	for _, st := range steps {
+		if err := h.run(st...); err != nil {
+			return fmt.Errorf("the link between the PS and the local worker: %w", err)
+		}
+	}
+	return nil
+}
+
+// readLog feeds a's parser with what p's log gained since the last read.
+func readLog(p *Proc, a *agentLog) {
+	f, err := os.Open(p.Log)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if _, err := f.Seek(a.offset, io.SeekStart); err != nil {
+		return
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, 4<<20))
+	a.feed(b)
+}
+
+// follow reads every running job's agent logs, updates its progress and ends it when its workers
+// are done or one of its agents failed.
+func (s *Service) follow() {
+	type end struct {
+		id     int
+		state  State
+		reason string
+	}
+	var ends []end
+	s.mu.Lock()
+	for _, j := range s.jobs {
+		if j.State != Running {
+			continue
+		}
+		st, reason := s.observeLocked(j)
+		if st != "" {
+			ends = append(ends, end{j.ID, st, reason})
+		}
+	}
+	s.mu.Unlock()
+	for _, e := range ends {
+		s.teardown(e.id, e.state, e.reason)
+	}
+}
+
+// observeLocked updates j's progress from its agents and returns a final state if it has one.
+func (s *Service) observeLocked(j *Job) (State, string) {
+	logs := s.logs[j.ID]
+	var iters, exact, wrong, done, workers int
+	var mbps float64
+	var failure string
+	psDown := ""
+	for i := range j.Procs {
+		p, a := &j.Procs[i], logs[i]
+		readLog(p, a)
+		alive, how := s.procs.alive(p)
+		if !alive {
+			readLog(p, a) // what it printed before it ended
+		}
+		if p.Role == "ps" {
+			if !alive {
+				psDown = fmt.Sprintf("the parameter server on %s exited (%s)%s", p.Host, how, suffix(a.errLine))
+			}
+			continue
+		}
+		workers++
+		exact += a.exact
+		wrong += a.wrong
+		if workers == 1 || a.iters < iters {
+			iters = a.iters
+		}
+		switch {
+		case a.summary != nil:
+			if err := a.verdict(j.Iterations); err != nil && failure == "" {
+				failure = fmt.Sprintf("%s failed: %v", p.label(), err)
+			}
+			mbps += atof(a.summary["goodput_mbps"])
+			done++
+		case !alive:
+			if failure == "" {
+				failure = fmt.Sprintf("%s died (%s) after %d of %d iterations", p.label(), how, a.iters, j.Iterations)
+			}
+		default:
+			mbps += a.lastMbps
+		}
+	}
+	if workers > 0 {
+		j.Progress = Progress{Iterations: iters, ThroughputMbps: mbps / float64(workers), Exact: exact, Wrong: wrong}
+	}
+	switch {
+	case failure != "":
+		return Failed, failure
+	case workers > 0 && done == workers:
+		return Completed, ""
+	case psDown != "":
+		return Failed, psDown
+	}
+	return "", ""
+}
+
+func suffix(s string) string {
+	if s == "" {
+		return ""
+	}
+	return ": " + s
+}
+
+func atof(s string) float64 {
+	var f float64
+	fmt.Sscan(s, &f)
+	return f
+}
+
+// teardown stops a job's agents, removes its entries and slots from the switches, frees its GPUs
+// and records how it ended.
+func (s *Service) teardown(id int, st State, reason string) {
+	s.mu.Lock()
+	j := s.byID[id]
+	if j.State.Final() || j.State == stopping {
+		s.mu.Unlock()
+		return
+	}
+	j.State = stopping
+	procs := append([]Proc(nil), j.Procs...)
+	var p Placement
+	if j.Placement != nil {
+		p = *j.Placement
+	}
+	s.mu.Unlock()
+
+	// Workers first, so none is left sending into a PS that is gone; the PS prints its counters
+	// on SIGTERM.
+	for i := range procs {
+		if procs[i].Role == "worker" {
+			s.procs.stop(&procs[i], 2*time.Second)
+		}
+	}
+	for i := range procs {
+		if procs[i].Role == "ps" {
+			s.procs.stop(&procs[i], 2*time.Second)
+		}
+	}
+	var problems []string
+	if len(p.Workers) > 0 && p.Workers[len(p.Workers)-1].Local {
+		lp, _ := localLink(j)
+		// Gone already: never made, or the host (its namespace) is gone and the link with it.
+		if err := s.cfg.Hosts[p.PS].run("ip", "link", "del", lp); err != nil &&
+			!strings.Contains(err.Error(), "Cannot find device") && !strings.Contains(err.Error(), "Cannot open network namespace") {
+			problems = append(problems, err.Error())
+		}
+	}
+	if p.SwitchJob != 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		err := s.cfg.Controller.RemoveJob(ctx, p.SwitchJob)
+		cancel()
+		if err != nil && !strings.Contains(err.Error(), "404") {
+			problems = append(problems, "removing its switch entries: "+err.Error())
+		}
+	}
+	if len(problems) > 0 {
+		s.log.Error("job teardown incomplete", "job", id, "problems", problems)
+		reason = strings.TrimPrefix(reason+"; teardown: "+strings.Join(problems, "; "), "; ")
+	}
+	s.mu.Lock()
+	s.endLocked(j, st, reason)
+	s.mu.Unlock()
+	s.log.Info("job ended", "job", id, "state", st, "reason", reason, "jct_s", fmt.Sprintf("%.2f", j.JCTSec))
+	s.poke()
+}
+
+// stopping marks a job whose teardown is under way (never saved: a restart finds it running).
+const stopping State = "stopping"
+
+// endLocked records a final state and frees the job's GPUs.
+func (s *Service) endLocked(j *Job, st State, reason string) {
+	now := time.Now()
+	j.State, j.Reason, j.Finished = st, reason, &now
+	j.JCTSec = now.Sub(j.Submitted).Seconds()
+	if j.Placement != nil {
+		s.eng.finish(jobKey(j.ID))
+	}
+	delete(s.logs, j.ID)
+	s.logSaveErr(s.saveLocked())
+}
