@@ -8,7 +8,7 @@ BUILD    ?= build
 SWITCH   ?= auto
 export SWITCH BUILD GO
 
-.PHONY: all build test demo p4 p4-tna ptf bench bench-placement evaluation run stop clean
+.PHONY: all build test demo p4 p4-tna ptf bench bench-placement evaluation run stop clean cluster-demo
 
 all: build
 
@@ -25,6 +25,11 @@ test:
 
 demo:
 	@scripts/demo.sh
+
+# A short trace through the scheduler service on an emulated two-rack cluster, NetPack vs a
+# baseline, JCTs beside the simulator's (root; SWITCH=bmv2 for BMv2, else the reference switch).
+cluster-demo: build
+	@$(BUILD)/bin/ina-cluster demo --bin $(BUILD)/bin --dir $(BUILD)/cluster-demo
 
 p4:
 	@scripts/p4.sh v1model

@@ -65,6 +65,9 @@ func (s *Submission) Profile() (netpack.Model, error) {
 	if s.ComputeSec != nil {
 		m.ComputeSec = *s.ComputeSec
 	}
+	// The agents compute, then all-reduce (cmd/ina-worker): nothing of the compute overlaps the
+	// communication, and NetPack must know.
+	m.ForwardSec = m.ComputeSec
 	if err := m.Validate(); err != nil {
 		return m, err
 	}

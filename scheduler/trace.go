@@ -45,4 +45,3 @@ func LoadTrace(path string) ([]TraceJob, error) {
 	})
 	return tr, nil
 }
-

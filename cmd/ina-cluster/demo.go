@@ -30,7 +30,7 @@ type clusterFlags struct {
 func addClusterFlags(fs *flag.FlagSet, dir string) clusterFlags {
 	return clusterFlags{
 		topology: fs.String("topology", "bmv2/topologies/two-racks/topology.json", "topology.json with host GPUs and link rates"),
-		sw:       fs.String("switch", envOr("SWITCH", "auto"), "auto (BMv2 where installed), ref or bmv2"),
+		sw:       fs.String("switch", envOr("SWITCH", "auto"), "ref or auto (the reference switch), or bmv2"),
 		bin:      fs.String("bin", "build/bin", "directory of refswitch, inactl, ina-scheduler, ina-ps, ina-worker"),
 		dir:      fs.String("dir", dir, "directory for configs, state and logs"),
 		prefix:   fs.String("prefix", fmt.Sprintf("c%d", os.Getpid()%10000), "prefix of namespaces and links (at most 5 characters)"),

@@ -16,6 +16,8 @@ const usage = `ina-scheduler: NetPack job scheduler for INA clusters
   ina-scheduler jobs  every job: state, placement, measured throughput, JCT
   ina-scheduler cancel ID
                       leave the queue, or stop a running job and free what it holds
+  ina-scheduler extender [--listen 127.0.0.1:9580] [--apiserver URL]
+                      kube-scheduler extender: filter and prioritize nodes by NetPack
 
 Client commands take --api ADDR (default 127.0.0.1:9570), --token-file F (or $INA_SCHEDULER_TOKEN)
 and --ca F for an API served over TLS.
@@ -37,6 +39,8 @@ func main() {
 		err = cmdJobs(args)
 	case "cancel":
 		err = cmdCancel(args)
+	case "extender":
+		err = cmdExtender(args)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 		return
