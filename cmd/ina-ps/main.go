@@ -74,19 +74,18 @@ func main() {
 	if ip == nil {
 		log.Fatalf("-ip %q: want an IPv4 address", *ipStr)
 	}
+	var packets []*transport.Packet
 	var members []transport.Transport
-	var mac net.HardwareAddr
 	for _, name := range ifaces {
 		p, err := transport.OpenPacket(name)
 		if err != nil {
 			log.Fatal(err)
 		}
-		if mac == nil {
-			mac = p.MAC()
-		}
+		packets = append(packets, p)
 		members = append(members, p)
 	}
-	var t transport.Transport = members[0]
+	mac := packets[0].MAC()
+	var t transport.Transport = packets[0]
 	if len(members) > 1 {
 		t = transport.NewFanout(members...)
 	}
@@ -112,7 +111,7 @@ func main() {
 				case <-ctx.Done():
 					return
 				case <-tk.C:
-					report(srv, jobs, t)
+					report(srv, jobs, packets)
 				}
 			}
 		}()
@@ -120,14 +119,14 @@ func main() {
 	log.Printf("serving %d job(s) on %s (mac %s, ip %s)", len(jobs), ifaces.String(), mac, *ipStr)
 	if err := srv.Serve(ctx, t); err != nil {
 		log.Print(err)
-		report(srv, jobs, t)
+		report(srv, jobs, packets)
 		os.Exit(1)
 	}
-	report(srv, jobs, t)
+	report(srv, jobs, packets)
 }
 
 // report prints one machine-readable line per job and one for frames of no job.
-func report(srv *ps.Server, jobs jobFlags, t *transport.Packet) {
+func report(srv *ps.Server, jobs jobFlags, ts []*transport.Packet) {
 	ids := make([]int, 0, len(jobs))
 	for _, j := range jobs {
 		ids = append(ids, int(j.Job))
@@ -139,7 +138,10 @@ func report(srv *ps.Server, jobs jobFlags, t *transport.Packet) {
 		fmt.Printf("ps: job=%d pending=%d kept=%d %v\n", id, pending, kept, c)
 	}
 	g := srv.Global()
-	ts := t.Stats()
+	var drops uint64
+	for _, t := range ts {
+		drops += t.Stats().KernelDrops
+	}
 	fmt.Printf("ps: frames=%d not_ina=%d malformed=%d not_data=%d unknown_job=%d send_errors=%d kernel_drops=%d\n",
-		g.Frames, g.NotINA, g.Malformed, g.NotData, g.UnknownJob, g.SendErrors, ts.KernelDrops)
+		g.Frames, g.NotINA, g.Malformed, g.NotData, g.UnknownJob, g.SendErrors, drops)
 }
