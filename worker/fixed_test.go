@@ -38,3 +38,35 @@ func TestSlotCyclesThroughWindow(t *testing.T) {
 		t.Error("slot of the largest seq")
 	}
 }
+
+func TestSynthetic(t *testing.T) {
+	const n = 1000
+	sum := make([]int64, n)
+	SyntheticSum(3, 2, 32, 7, sum)
+	got := make([]int64, n)
+	r0, r1 := make([]int32, n), make([]int32, n)
+	for r := range 32 {
+		v := make([]int32, n)
+		Synthetic(3, 2, r, 7, v)
+		for i, x := range v {
+			if x < -1_000_000 || x > 1_000_000 {
+				t.Fatalf("rank %d value %d = %d outside [-1e6, 1e6]", r, i, x)
+			}
+			got[i] += int64(x)
+		}
+	}
+	Synthetic(3, 2, 0, 7, r0)
+	Synthetic(3, 2, 1, 7, r1)
+	same := 0
+	for i := range sum {
+		if got[i] != sum[i] {
+			t.Fatalf("value %d: sum of ranks %d, SyntheticSum %d", i, got[i], sum[i])
+		}
+		if r0[i] == r1[i] {
+			same++
+		}
+	}
+	if same > n/100 {
+		t.Errorf("ranks 0 and 1 agree on %d of %d values", same, n)
+	}
+}

@@ -1,25 +1,37 @@
 package worker
 
-import "math/rand/v2"
-
 // Synthetic fills out with rank's deterministic tensor for an iteration: integers in
-// [-1e6, 1e6] drawn from (seed, job, rank, iter). Every worker can compute every peer's tensor, so
-// results are checked exactly (cmd/ina-worker, the end-to-end tests).
+// [-1e6, 1e6] determined by (seed, job, rank, iter). Every worker can compute every peer's tensor,
+// so results are checked exactly (cmd/ina-worker, the end-to-end tests). Value i of rank r is
+// a_i + (r+1)*b_i, with a_i and b_i drawn per (seed, job, iter, i): different for every rank,
+// and their sum over the ranks costs one pass (SyntheticSum), however many workers there are.
 func Synthetic(seed uint64, job uint16, rank, iter int, out []int32) {
-	r := rand.New(rand.NewPCG(seed, uint64(job)<<40|uint64(rank)<<20|uint64(iter)))
 	for i := range out {
-		out[i] = r.Int32N(2_000_001) - 1_000_000
+		a, b := synthAB(seed, job, iter, i)
+		out[i] = int32(a + int64(rank+1)*b)
 	}
 }
 
 // SyntheticSum is the exact element-wise sum of the Synthetic tensors of ranks 0..workers-1.
 func SyntheticSum(seed uint64, job uint16, workers, iter int, out []int64) {
-	clear(out)
-	t := make([]int32, len(out))
-	for r := range workers {
-		Synthetic(seed, job, r, iter, t)
-		for i, v := range t {
-			out[i] += int64(v)
-		}
+	n := int64(workers)
+	for i := range out {
+		a, b := synthAB(seed, job, iter, i)
+		out[i] = n*a + n*(n+1)/2*b
 	}
+}
+
+// synthAB returns a in [-500000, 500000] and b in [-15000, 15000]: |a + 33b| <= 1e6 for the 32
+// ranks a job may have.
+func synthAB(seed uint64, job uint16, iter, i int) (a, b int64) {
+	x := splitmix(seed ^ splitmix(uint64(job)<<48^uint64(iter)<<32^uint64(i)))
+	return int64(x%1_000_001) - 500_000, int64((x>>32)%30_001) - 15_000
+}
+
+// splitmix is SplitMix64's output function: a fast, well-mixed hash of x.
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
 }

@@ -15,6 +15,7 @@ import (
 // A layer set to null is left out, and so is every layer above it.
 type Packet struct {
 	Eth        *EthSpec
+	VLAN       *VLANSpec
 	IPv4       *IPv4Spec
 	UDP        *UDPSpec
 	INA        *INASpec
@@ -32,6 +33,14 @@ type EthSpec struct {
 	Dst  *string `json:"dst"`
 	Src  *string `json:"src"`
 	Type *uint16 `json:"type"`
+}
+
+// VLANSpec is an 802.1Q tag (802.1ad with tpid 0x88a8) put after the MAC addresses; eth.type
+// then follows the tag.
+type VLANSpec struct {
+	VID  *uint16 `json:"vid"`
+	PCP  *uint8  `json:"pcp"`
+	TPID *uint16 `json:"tpid"`
 }
 
 // IPv4Spec overrides IPv4 fields. IHL, Version and TotalLength change only the field, never the
@@ -84,6 +93,9 @@ func (p *Packet) UnmarshalJSON(b []byte) error {
 		case "eth":
 			p.Eth = new(EthSpec)
 			err = strict(raw, p.Eth)
+		case "vlan":
+			p.VLAN = new(VLANSpec)
+			err = strict(raw, p.VLAN)
 		case "ipv4":
 			if p.NoIPv4 = isNull(raw); !p.NoIPv4 {
 				p.IPv4 = new(IPv4Spec)
@@ -162,6 +174,15 @@ func (p *Packet) Build() ([]byte, error) {
 		f = append(f, ip...)
 	} else {
 		f = append(f, payload...)
+	}
+	if v := p.VLAN; v != nil {
+		vid, pcp := or(v.VID, 0), or(v.PCP, 0)
+		if vid > 0xfff || pcp > 7 {
+			return nil, fmt.Errorf("vlan: vid %d or pcp %d out of range", vid, pcp)
+		}
+		tag := binary.BigEndian.AppendUint16(nil, or(v.TPID, 0x8100))
+		tag = binary.BigEndian.AppendUint16(tag, uint16(pcp)<<13|vid)
+		f = append(f[:12], append(tag, f[12:]...)...)
 	}
 	if p.Truncate != nil {
 		if *p.Truncate < 0 || *p.Truncate > len(f) {

@@ -66,6 +66,11 @@ def build(spec):
     elif "payload_hex" in spec:
         pkt = pkt / Raw(bytes.fromhex(spec["payload_hex"]))
     frame = bytes(pkt)
+    if spec.get("vlan") is not None:
+        vlan = spec["vlan"]
+        tci = (vlan.get("pcp", 0) << 13) | vlan.get("vid", 0)
+        tag = vlan.get("tpid", 0x8100).to_bytes(2, "big") + tci.to_bytes(2, "big")
+        frame = frame[:12] + tag + frame[12:]
     if "truncate" in spec:
         frame = frame[:spec["truncate"]]
     if "append_hex" in spec:
