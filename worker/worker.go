@@ -74,6 +74,19 @@ func (w *Worker) AllReduceFloat32(ctx context.Context, data []float32, scale flo
 	return w.AllReduceMany(ctx, []Tensor{{Float32: data, Scale: scale}})
 }
 
+// codec moves the chunks of one call between the caller's tensors and packet values.
+type codec interface {
+	numChunks() int
+	// load fills v with chunk c as aggregatable int32 values, or as float32 bit patterns if bypass.
+	load(c int, v *[K]int32, bypass bool)
+	// store writes a result into chunk c; float says the values are float32 bit patterns.
+	store(c int, v *[K]int32, float bool)
+	// isFloat reports whether chunk c holds float32 values (sent with FLOAT on the exact path).
+	isFloat(c int) bool
+	// saturated lists the tensors holding saturated values after the given chunks overflowed.
+	saturated(chunks []int) []int
+}
+
 // inflight is the state of one chunk in the window.
 type inflight struct {
 	sent     time.Time
@@ -83,7 +96,7 @@ type inflight struct {
 	done     bool
 }
 
-func (w *Worker) run(ctx context.Context, cd *manyCodec) error {
+func (w *Worker) run(ctx context.Context, cd codec) error {
 	if w.failed {
 		return ErrClosedWorker
 	}
@@ -211,7 +224,7 @@ func (w *Worker) run(ctx context.Context, cd *manyCodec) error {
 }
 
 // send transmits chunk c (seq base+c); extra is BYPASS for the PS path and RESEND for a retry.
-func (w *Worker) send(base uint32, c int, st *inflight, cd *manyCodec, extra wire.Flags, now time.Time) error {
+func (w *Worker) send(base uint32, c int, st *inflight, cd codec, extra wire.Flags, now time.Time) error {
 	f := &w.tmpl
 	f.INA.Seq = base + uint32(c)
 	f.INA.Slot = w.cfg.slot(f.INA.Seq)
@@ -253,7 +266,7 @@ func (w *Worker) flush() error {
 
 // retransmit resends every chunk in [lo, next) whose timer expired, with RESEND, and returns when
 // the next timer fires.
-func (w *Worker) retransmit(base uint32, lo, next int, win []inflight, cd *manyCodec, now time.Time) (time.Time, error) {
+func (w *Worker) retransmit(base uint32, lo, next int, win []inflight, cd codec, now time.Time) (time.Time, error) {
 	var earliest time.Time
 	cut := false
 	for c := lo; c < next; c++ {
