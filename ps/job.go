@@ -19,8 +19,9 @@ type chunk struct {
 	mode     uint8
 	float    bool // BYPASS contributions are float32 bit patterns
 	floatSet bool
+	// sum holds int64 sums, or, for FLOAT contributions on the exact path, float64 bit patterns.
+	// A fresh fixed-point chunk's sum is stale until its first contribution, which assigns.
 	sum      [wire.NumValues]int64
-	fsum     [wire.NumValues]float64
 	overflow []byte // the OVERFLOW result, resent to workers that missed it
 }
 
@@ -130,6 +131,11 @@ func value(v []byte, i int) int32 { return int32(binary.BigEndian.Uint32(v[4*i:]
 func (j *job) mergeFixed(cs *chunk, h *wire.Header, v []byte, r *resulter) {
 	v = v[:4*wire.NumValues]
 	switch {
+	case cs.bitmap == 0:
+		j.c.Merged++
+		for i := range cs.sum {
+			cs.sum[i] = int64(value(v, i))
+		}
 	case cs.bitmap&h.Bitmap == 0:
 		j.c.Merged++
 		for i := range cs.sum {
@@ -199,12 +205,13 @@ func (j *job) mergeBypass(cs *chunk, h *wire.Header, v []byte, r *resulter) {
 		return
 	}
 	cs.float, cs.floatSet = float, true
+	if replace {
+		clear(cs.sum[:])
+	}
 	for i := range cs.sum {
-		if replace {
-			cs.fsum[i], cs.sum[i] = 0, 0
-		}
 		if x := value(v, i); float {
-			cs.fsum[i] += float64(math.Float32frombits(uint32(x)))
+			f := math.Float64frombits(uint64(cs.sum[i])) + float64(math.Float32frombits(uint32(x)))
+			cs.sum[i] = int64(math.Float64bits(f))
 		} else {
 			cs.sum[i] += int64(x)
 		}
@@ -218,8 +225,8 @@ func (j *job) mergeBypass(cs *chunk, h *wire.Header, v []byte, r *resulter) {
 	flags := wire.FlagBypass
 	if float {
 		flags |= wire.FlagFloat
-		for i, s := range cs.fsum {
-			out[i] = int32(math.Float32bits(float32(s)))
+		for i, s := range cs.sum {
+			out[i] = int32(math.Float32bits(float32(math.Float64frombits(uint64(s)))))
 		}
 	} else {
 		for i, s := range cs.sum {
@@ -289,5 +296,11 @@ func (j *job) alloc() *chunk {
 	return &chunk{}
 }
 
-// reset empties the chunk for reuse in mode.
-func (cs *chunk) reset(mode uint8) { *cs = chunk{mode: mode} }
+// reset empties the chunk for reuse in mode. The exact path starts from zero sums; the
+// fixed-point path's first contribution assigns them, so they are not cleared here.
+func (cs *chunk) reset(mode uint8) {
+	cs.bitmap, cs.ecn, cs.mode, cs.float, cs.floatSet, cs.overflow = 0, false, mode, false, false, nil
+	if mode == modeBypass {
+		clear(cs.sum[:])
+	}
+}

@@ -17,6 +17,7 @@ import (
 type Server struct {
 	mu    sync.Mutex
 	jobs  map[uint16]*job
+	byID  [wire.MaxJobs]*job // jobs, indexed for the per-packet lookup
 	g     Global
 	r     resulter
 	frame wire.Frame // decoding scratch
@@ -57,6 +58,7 @@ func (s *Server) AddJob(jc JobConfig) error {
 		return fmt.Errorf("%w: job %d already served", ErrConfig, jc.Job)
 	}
 	s.jobs[jc.Job] = newJob(jc)
+	s.byID[jc.Job] = s.jobs[jc.Job]
 	return nil
 }
 
@@ -66,6 +68,9 @@ func (s *Server) RemoveJob(id uint16) bool {
 	defer s.mu.Unlock()
 	_, ok := s.jobs[id]
 	delete(s.jobs, id)
+	if int(id) < len(s.byID) {
+		s.byID[id] = nil
+	}
 	return ok
 }
 
@@ -90,7 +95,10 @@ func (s *Server) Handle(frame []byte, emit func([]byte)) {
 		s.g.NotData++
 		return
 	}
-	j := s.jobs[f.INA.Job]
+	var j *job
+	if int(f.INA.Job) < len(s.byID) {
+		j = s.byID[f.INA.Job]
+	}
 	if j == nil {
 		s.g.UnknownJob++
 		return
