@@ -7,6 +7,8 @@ BUILD    ?= build
 # Which switch runs the pipeline: auto (BMv2 where installed, else the reference switch), bmv2, ref.
 SWITCH   ?= auto
 export SWITCH BUILD GO
+# ip, sysctl and Mininet's tools live in sbin, which a sudo user's PATH (sudo env "PATH=$PATH") lacks.
+export PATH := $(PATH):/usr/local/sbin:/usr/sbin:/sbin
 
 .PHONY: all build test demo p4 p4-tna ptf bench bench-placement evaluation run stop clean cluster-demo
 
