@@ -19,7 +19,7 @@ func benchWorkload(b *testing.B, tr *trace.Trace, racks, perRack int) *Workload 
 	if err := SetLinks(c, 25, 4); err != nil {
 		b.Fatal(err)
 	}
-	w, err := Prepare(Setup{Cluster: c, Slots: DefaultSlotModel(), INA: true, Interval: 60}, tr)
+	w, err := Prepare(Setup{Cluster: c, Network: DefaultNetwork(), INA: true, Interval: 60}, tr)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func benchWorkload(b *testing.B, tr *trace.Trace, racks, perRack int) *Workload 
 }
 
 // BenchmarkScale shows how a run grows with jobs and machines (synthetic load 0.8), for NetPack
-// (consolidating: small network components) and GPU-balance (spreading: the estimator's
+// (consolidating: small network components) and GPU-balance (spreading: the network model's
 // components span the cluster). Reported: ns per job simulated.
 func BenchmarkScale(b *testing.B) {
 	for _, pol := range []string{"netpack", "gpu-balance"} {

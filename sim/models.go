@@ -42,11 +42,12 @@ func ModelFor(b []Bucket, j trace.Job) (netpack.Model, error) {
 
 // Isolated computes a job's iteration rate alone in an empty cluster under the reference
 // placement: its GPUs packed onto as few machines as possible, in consecutive racks from rack 0,
-// the PS on the first worker machine, INA on. This stands for "the trace's hardware": the trace
-// recorded the job's run time there, so iterations = duration x isolated rate, and a job that
-// runs alone in the simulator takes exactly its trace duration.
+// the PS on the first worker machine, INA on, in the network model. This stands for "the trace's
+// hardware": the trace recorded the job's run time there, so iterations = duration x isolated
+// rate, and a job that runs alone in the simulator (same network) takes exactly its trace duration.
 type Isolated struct {
 	c     *netpack.Cluster
+	n     Network
 	cache map[isoKey]float64
 }
 
@@ -55,8 +56,10 @@ type isoKey struct {
 	gpus  int
 }
 
-// NewIsolated prepares isolated-rate lookups on c (use the effective cluster).
-func NewIsolated(c *netpack.Cluster) *Isolated { return &Isolated{c: c, cache: map[isoKey]float64{}} }
+// NewIsolated prepares isolated-rate lookups on the physical cluster c with network n.
+func NewIsolated(c *netpack.Cluster, n Network) *Isolated {
+	return &Isolated{c: c, n: n, cache: map[isoKey]float64{}}
+}
 
 // Rate is iterations per second of a job of this model and size alone in the cluster.
 func (iso *Isolated) Rate(m netpack.Model, gpus int) (float64, error) {
@@ -78,13 +81,21 @@ func (iso *Isolated) Rate(m netpack.Model, gpus int) (float64, error) {
 	if left > 0 {
 		return 0, fmt.Errorf("job of %d GPUs does not fit cluster %s (%d GPUs)", gpus, iso.c.Name, iso.c.TotalGPUs())
 	}
-	p := netpack.Placement{Job: j, Workers: ws, PS: ws[0].Machine, INA: true}
-	r := netpack.Estimate(iso.c, []netpack.Placement{p}, netpack.Joint)[0]
-	if !(r.IterPerSec > 0) {
-		return 0, fmt.Errorf("isolated rate of %s on %d GPUs is %v (%s)", m.Name, gpus, r.IterPerSec, r.Bottleneck)
+	r := 1 / m.ComputeSec
+	if len(ws) > 1 {
+		f := newFluid(iso.c, iso.n)
+		if err := f.add(netpack.Placement{Job: j, Workers: ws, PS: ws[0].Machine, INA: true}, 0, -1); err != nil {
+			return 0, err
+		}
+		f.settle()
+		fr, _ := f.rateOf(j.ID)
+		r = fr.IterPerSec
 	}
-	iso.cache[k] = r.IterPerSec
-	return r.IterPerSec, nil
+	if !(r > 0) {
+		return 0, fmt.Errorf("isolated rate of %s on %d GPUs is %v", m.Name, gpus, r)
+	}
+	iso.cache[k] = r
+	return r, nil
 }
 
 // Jobs converts trace jobs into netpack jobs: model by bucket, iterations = duration x isolated

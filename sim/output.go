@@ -43,17 +43,29 @@ func WriteSummary(w io.Writer, ref string, results ...*Result) error {
 			refMean = r.Summary.MeanJCT
 		}
 	}
+	est := false
+	for _, r := range results {
+		est = est || r.Summary.EstMAPE > 0
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tjobs\tmean JCT h\tmedian h\tp95 h\tqueue h\tmakespan h\tGPU util\tuplink util\tcore util\tINA share\tvs "+ref+"\t")
+	head := "policy\tjobs\tmean JCT h\tmedian h\tp95 h\tqueue h\tmakespan h\tGPU util\tuplink util\tcore util\tINA share\tvs " + ref + "\t"
+	if est {
+		head += "estimator MAPE\tbias\t"
+	}
+	fmt.Fprintln(tw, head)
 	for _, r := range results {
 		s := r.Summary
 		ratio := "-"
 		if refMean > 0 {
 			ratio = fmt.Sprintf("%.2fx", s.MeanJCT/refMean)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f%%\t%.1f%%\t%.1f%%\t%.1f%%\t%s\t\n", r.Policy, s.Jobs,
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f%%\t%.1f%%\t%.1f%%\t%.1f%%\t%s\t", r.Policy, s.Jobs,
 			s.MeanJCT/3600, s.MedianJCT/3600, s.P95JCT/3600, s.MeanQueue/3600, s.Makespan/3600,
 			100*s.GPUUtil, 100*s.UplinkUtil, 100*s.CoreUtil, 100*s.INAFraction, ratio)
+		if est {
+			fmt.Fprintf(tw, "%.1f%%\t%+.1f%%\t", 100*s.EstMAPE, 100*s.EstBias)
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }

@@ -17,6 +17,9 @@ type JobResult struct {
 	Machines   int  // machines its workers span
 	Racks      int  // racks its workers span
 	INA        bool // the policy enabled INA for it
+	// For jobs that use the network: the simulated iteration rate (iterations / run time) and,
+	// with Config.Estimate, netpack's estimate of it (time-mean over the run); 0 otherwise.
+	SimIterPerSec, EstIterPerSec float64
 }
 
 // JCT is submit to completion.
@@ -48,6 +51,11 @@ type Summary struct {
 	CoreUtil      float64 `json:"core_util"`       // time-mean core load / core capacity
 	INAFraction   float64 `json:"ina_fraction"`    // share of pushed gradient bytes aggregated in switches (whole run)
 	MultiRackJobs int     `json:"multi_rack_jobs"` // counted jobs whose workers span more than one rack
+	NetworkJobs   int     `json:"network_jobs"`    // counted jobs whose workers span more than one machine
+	// With Config.Estimate: over counted network jobs, the mean absolute and the mean signed
+	// relative error of netpack's estimated iteration rate against the simulated one.
+	EstMAPE float64 `json:"estimator_mape,omitempty"`
+	EstBias float64 `json:"estimator_bias,omitempty"`
 }
 
 func (s *state) result() *Result {
@@ -67,8 +75,8 @@ func (s *state) result() *Result {
 		res.Summary.UplinkUtil = u.upSec / u.elapsed
 		res.Summary.CoreUtil = u.coreSec / u.elapsed
 	}
-	if u.gradBytes > 0 {
-		res.Summary.INAFraction = u.inaBytes / u.gradBytes
+	if u.grad > 0 {
+		res.Summary.INAFraction = u.inaChunks / u.grad
 	}
 	return res
 }
@@ -88,6 +96,18 @@ func summarize(recs []JobResult, warmup float64) Summary {
 		if r.Racks > 1 {
 			sum.MultiRackJobs++
 		}
+		if r.SimIterPerSec > 0 {
+			sum.NetworkJobs++
+			if r.EstIterPerSec > 0 {
+				e := (r.EstIterPerSec - r.SimIterPerSec) / r.SimIterPerSec
+				sum.EstMAPE += math.Abs(e)
+				sum.EstBias += e
+			}
+		}
+	}
+	if sum.NetworkJobs > 0 {
+		sum.EstMAPE /= float64(sum.NetworkJobs)
+		sum.EstBias /= float64(sum.NetworkJobs)
 	}
 	sum.Jobs = len(jcts)
 	if len(jcts) == 0 {

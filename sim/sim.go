@@ -1,6 +1,8 @@
 // Package sim is a flow-level, event-driven simulator of a GPU cluster with statistical in-network
 // aggregation: trace arrivals, periodic batch scheduling by a netpack.Policy, and job rates from
-// netpack's water-filling equilibrium, recomputed on every start and finish.
+// its own network model (AIMD congestion control at equilibrium, statistical slot sharing with
+// collisions, slot hold times from RTT and skew, ESA or ATP), recomputed on every start and finish.
+// NetPack's water-filling estimator is not the simulator; Config.Estimate measures its error.
 package sim
 
 import (
@@ -15,17 +17,21 @@ import (
 
 // Config is one simulation run.
 type Config struct {
-	// Cluster is the effective cluster (see EffectiveCluster): policy and rate model share it.
+	// Cluster is the physical cluster. The policy (and the estimator of Estimate) see
+	// EffectiveCluster(Cluster, Network.Slots, !NoINA): rack RTTs replaced by the slot hold time,
+	// which is how netpack turns memory into an INA rate.
 	Cluster *netpack.Cluster
+	Network Network
+	NoINA   bool // no ToR aggregates (and the policy is told so through the effective cluster)
 	Policy  netpack.Policy
 	// Interval is the batch scheduling period in seconds: waiting jobs are offered to the
 	// policy at t = 0, Interval, 2 Interval, ...
 	Interval float64
 	// Warmup excludes jobs submitted before it from the summary (they still run).
 	Warmup float64
-	// Sharing is how a saturated ToR's INA capacity is divided in the rate model: PriorityShare
-	// (by Placement.Priority) for ESA's preemption, FairShare for ATP (see SlotModel.Sharing).
-	Sharing netpack.Sharing
+	// Estimate also keeps netpack's joint estimator on the running jobs and records, per job, the
+	// iteration rate it predicted (time-mean over the job's run) beside the simulated one.
+	Estimate bool
 	// Progress, if set, is called after every job completion with (done, total).
 	Progress func(done, total int)
 }
@@ -38,6 +44,9 @@ func Run(cfg Config, jobs []*netpack.Job) (*Result, error) {
 		return nil, fmt.Errorf("sim: scheduling interval must be positive, got %v", cfg.Interval)
 	}
 	if err := cfg.Cluster.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Network.Validate(); err != nil {
 		return nil, err
 	}
 	if !slices.IsSortedFunc(jobs, func(a, b *netpack.Job) int { return cmpFloat(a.Submit, b.Submit) }) {
@@ -70,17 +79,26 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-// running is a job in progress: iterations left as of last, at rate iterations/s.
+// physical is the cluster the network model runs on: c, without INA memory when ina is false.
+func physical(c *netpack.Cluster, ina bool) *netpack.Cluster {
+	if ina {
+		return c
+	}
+	return EffectiveCluster(c, DefaultSlotModel(), false)
+}
+
+// running is a job in progress: iterations left as of the last event, at rate iterations/s.
 type running struct {
 	job     *netpack.Job
 	rec     *JobResult
 	left    float64
-	rate    netpack.JobRate
-	place   netpack.Placement
+	rate    float64 // iterations/s now
+	net     fluidRate
+	est     float64 // the estimator's iterations/s now (Config.Estimate)
+	estInt  float64 // ∫ est dt over the run so far
 	finish  float64 // predicted completion time at the current rate
 	seq     int     // start order
-	local   bool    // one worker on the PS machine: no network, constant rate
-	traffic traffic // stream shape, for link utilisation
+	local   bool    // every worker on the PS machine: no network, constant rate
 	heapIdx int
 }
 
@@ -95,7 +113,8 @@ type state struct {
 	local   localHeap  // running jobs on one machine with their PS: constant rate, fixed finish
 	seq     int        // start counter, breaks ties between equal finish times
 	st      *netpack.State
-	est     *netpack.Estimator
+	fl      *fluid
+	est     *netpack.Estimator // Config.Estimate only
 	recs    []JobResult
 	recIdx  map[string]int
 	done    int
@@ -104,9 +123,12 @@ type state struct {
 }
 
 func newState(cfg Config, jobs []*netpack.Job) *state {
-	s := &state{cfg: cfg, jobs: jobs, st: netpack.NewState(cfg.Cluster),
-		est: netpack.NewEstimatorSharing(cfg.Cluster, netpack.Joint, cfg.Sharing), recs: make([]JobResult, len(jobs)),
-		recIdx: make(map[string]int, len(jobs))}
+	eff := EffectiveCluster(cfg.Cluster, cfg.Network.withDefaults().Slots, !cfg.NoINA)
+	s := &state{cfg: cfg, jobs: jobs, st: netpack.NewState(eff), fl: newFluid(physical(cfg.Cluster, !cfg.NoINA), cfg.Network),
+		recs: make([]JobResult, len(jobs)), recIdx: make(map[string]int, len(jobs))}
+	if cfg.Estimate {
+		s.est = netpack.NewEstimator(eff, netpack.Joint)
+	}
 	for i, j := range jobs {
 		s.recs[i] = JobResult{ID: j.ID, GPUs: j.GPUs, Model: j.Model.Name, Iterations: j.Iterations,
 			Submit: j.Submit, Start: math.NaN(), End: math.NaN()}
@@ -177,7 +199,8 @@ func (s *state) advance(t float64) {
 	if dt > 0 {
 		// Local jobs keep their start-time prediction; only network jobs' rates change.
 		for _, r := range s.net {
-			r.left -= r.rate.IterPerSec * dt
+			r.left -= r.rate * dt
+			r.estInt += r.est * dt
 		}
 		s.usage.bytes(dt)
 		// Utilisation covers the arrival window only: after the last arrival a cluster
@@ -195,12 +218,21 @@ func (s *state) finish(r *running) {
 	if _, ok := s.st.Remove(r.job.ID); !ok {
 		panic("sim: finished job not in state") // internal invariant: finish only sees started jobs
 	}
-	s.est.Remove(r.job.ID)
 	s.usage.gpuBusy -= float64(r.job.GPUs)
 	if r.local {
 		heap.Remove(&s.local, r.heapIdx)
 		s.finished()
 		return
+	}
+	if run := r.rec.End - r.rec.Start; run > 0 {
+		r.rec.SimIterPerSec = float64(r.job.Iterations) / run
+		if s.est != nil {
+			r.rec.EstIterPerSec = r.estInt / run
+		}
+	}
+	s.fl.remove(r.job.ID)
+	if s.est != nil {
+		s.est.Remove(r.job.ID)
 	}
 	s.net = slices.DeleteFunc(s.net, func(x *running) bool { return x == r })
 	s.refreshRates()
@@ -232,39 +264,58 @@ func (s *state) schedule() error {
 		if err := s.st.Add(p); err != nil {
 			return fmt.Errorf("sim: policy %s: %w", s.cfg.Policy.Name(), err)
 		}
-		if err := s.est.Add(p); err != nil {
-			return fmt.Errorf("sim: estimator rejected %s: %w", p.Job.ID, err)
-		}
 		started[p.Job.ID] = true
 		rec := &s.recs[i]
 		rec.Start = s.now
 		rec.Machines, rec.Racks = spread(s.cfg.Cluster, p)
 		rec.INA = p.INA
-		r := &running{job: p.Job, rec: rec, left: float64(p.Job.Iterations), place: p, seq: s.seq,
-			local: len(p.Workers) == 1 && p.Workers[0].Machine == p.PS}
+		r := &running{job: p.Job, rec: rec, left: float64(p.Job.Iterations), seq: s.seq, local: isLocal(p)}
 		s.seq++
 		s.usage.gpuBusy += float64(p.Job.GPUs)
-		if !r.local {
-			r.traffic = trafficOf(s.cfg.Cluster, &p)
-			s.net = append(s.net, r)
+		if r.local {
+			r.rate = 1 / p.Job.Model.ComputeSec
+			r.predict(s.now)
+			heap.Push(&s.local, r)
 			continue
 		}
-		r.rate, _ = s.est.Rate(p.Job.ID)
-		r.predict(s.now)
-		heap.Push(&s.local, r)
+		if err := s.fl.add(p, 0, -1); err != nil {
+			return fmt.Errorf("sim: %w", err)
+		}
+		if s.est != nil {
+			if err := s.est.Add(p); err != nil {
+				return fmt.Errorf("sim: estimator rejected %s: %w", p.Job.ID, err)
+			}
+		}
+		s.net = append(s.net, r)
 	}
 	s.waiting = slices.DeleteFunc(s.waiting, func(j *netpack.Job) bool { return started[j.ID] })
 	s.refreshRates()
 	return nil
 }
 
-// refreshRates re-reads every network job's equilibrium rate and re-predicts its completion.
+// isLocal reports whether a placement uses no network: every worker on the PS machine.
+func isLocal(p netpack.Placement) bool {
+	for _, w := range p.Workers {
+		if w.Machine != p.PS {
+			return false
+		}
+	}
+	return true
+}
+
+// refreshRates settles the network model and re-reads every network job's rate.
 func (s *state) refreshRates() {
+	s.fl.settle()
 	for _, r := range s.net {
-		r.rate, _ = s.est.Rate(r.job.ID)
+		r.net, _ = s.fl.rateOf(r.job.ID)
+		r.rate = r.net.IterPerSec
+		if s.est != nil {
+			e, _ := s.est.Rate(r.job.ID)
+			r.est = e.IterPerSec
+		}
 		r.predict(s.now)
 	}
-	s.usage.rates(s.net)
+	s.usage.rates(s.fl, s.net)
 }
 
 // predict sets the completion time from the iterations left at the current rate.
@@ -272,8 +323,8 @@ func (r *running) predict(now float64) {
 	switch {
 	case r.left <= 0:
 		r.finish = now
-	case r.rate.IterPerSec > 0:
-		r.finish = now + r.left/r.rate.IterPerSec
+	case r.rate > 0:
+		r.finish = now + r.left/r.rate
 	default:
 		r.finish = math.Inf(1)
 	}
@@ -282,7 +333,7 @@ func (r *running) predict(now float64) {
 // stuck explains why no event is left while jobs are unfinished.
 func (s *state) stuck() error {
 	for _, r := range append(s.net, s.local...) {
-		return fmt.Errorf("sim: job %s makes no progress (rate 0, bottleneck %s)", r.job.ID, r.rate.Bottleneck)
+		return fmt.Errorf("sim: job %s makes no progress (rate 0, bottleneck %s)", r.job.ID, r.net.Bottleneck)
 	}
 	return fmt.Errorf("sim: policy %s leaves %d jobs waiting on an idle cluster (first: %s, %d GPUs)",
 		s.cfg.Policy.Name(), len(s.waiting), s.waiting[0].ID, s.waiting[0].GPUs)

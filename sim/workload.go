@@ -11,8 +11,8 @@ import (
 
 // Setup is everything about a run except the policy.
 type Setup struct {
-	Cluster *netpack.Cluster // physical cluster; the run uses EffectiveCluster(Cluster, Slots, INA)
-	Slots   SlotModel
+	Cluster *netpack.Cluster // physical cluster; the policy sees EffectiveCluster(Cluster, Network.Slots, INA)
+	Network Network
 	INA     bool
 	Mode    netpack.Mode // the estimator NetPack scores with (Joint, or Separate for the ablation)
 	// Admission and Priority are the same for every policy (netpack.Options).
@@ -21,19 +21,21 @@ type Setup struct {
 	Interval  float64  // seconds between scheduling rounds
 	Warmup    float64  // seconds; jobs submitted earlier are left out of the summary
 	Buckets   []Bucket // model assignment; nil means DefaultBuckets
+	// Estimate measures netpack's estimator against the simulator in every run (Config.Estimate).
+	Estimate bool
 }
 
 // Workload is a trace converted for one setup; several policies can run on it concurrently.
 type Workload struct {
 	Setup   Setup
-	Cluster *netpack.Cluster // effective
+	Cluster *netpack.Cluster // physical (Setup.Cluster)
 	Jobs    []*netpack.Job
 	TooBig  []trace.Job // jobs larger than the cluster, left out
 }
 
 // Prepare converts a trace for a setup.
 func Prepare(s Setup, tr *trace.Trace) (*Workload, error) {
-	if err := s.Slots.Validate(); err != nil {
+	if err := s.Network.Validate(); err != nil {
 		return nil, err
 	}
 	if err := s.Cluster.Validate(); err != nil {
@@ -42,12 +44,13 @@ func Prepare(s Setup, tr *trace.Trace) (*Workload, error) {
 	if s.Buckets == nil {
 		s.Buckets = DefaultBuckets
 	}
-	c := EffectiveCluster(s.Cluster, s.Slots, s.INA)
-	jobs, big, err := Jobs(tr.Jobs, s.Buckets, NewIsolated(EffectiveCluster(s.Cluster, s.Slots.Reference(), true)))
+	ref := s.Network
+	ref.Slots = s.Network.withDefaults().Slots.Reference()
+	jobs, big, err := Jobs(tr.Jobs, s.Buckets, NewIsolated(s.Cluster, ref))
 	if err != nil {
 		return nil, err
 	}
-	return &Workload{Setup: s, Cluster: c, Jobs: jobs, TooBig: big}, nil
+	return &Workload{Setup: s, Cluster: s.Cluster, Jobs: jobs, TooBig: big}, nil
 }
 
 // Run simulates the workload under the named policy.
@@ -57,8 +60,8 @@ func (w *Workload) Run(policy string, progress func(done, total int)) (*Result, 
 	if err != nil {
 		return nil, err
 	}
-	res, err := Run(Config{Cluster: w.Cluster, Policy: p, Interval: w.Setup.Interval, Warmup: w.Setup.Warmup,
-		Sharing: w.Setup.Slots.Sharing(), Progress: progress}, w.Jobs)
+	res, err := Run(Config{Cluster: w.Cluster, Network: w.Setup.Network, NoINA: !w.Setup.INA, Policy: p,
+		Interval: w.Setup.Interval, Warmup: w.Setup.Warmup, Estimate: w.Setup.Estimate, Progress: progress}, w.Jobs)
 	if err != nil {
 		return nil, err
 	}

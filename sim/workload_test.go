@@ -22,7 +22,7 @@ func TestAllPoliciesDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := Prepare(Setup{Cluster: c, Slots: DefaultSlotModel(), INA: true, Interval: 30}, tr)
+	w, err := Prepare(Setup{Cluster: c, Network: DefaultNetwork(), INA: true, Interval: 30}, tr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestAllPoliciesDeterministic(t *testing.T) {
 func TestPrepareRejectsBadSetup(t *testing.T) {
 	c, _ := netpack.Uniform(netpack.UniformSpec{Racks: 1, MachinesPerRack: 1, GPUsPerMachine: 1})
 	tr := &trace.Trace{Jobs: []trace.Job{{ID: "a", GPUs: 1, Duration: 1}}}
-	if _, err := Prepare(Setup{Cluster: c, Slots: SlotModel{Policy: "x"}, Interval: 1}, tr); err == nil {
+	if _, err := Prepare(Setup{Cluster: c, Network: Network{Slots: SlotModel{Policy: "x"}}, Interval: 1}, tr); err == nil {
 		t.Error("unknown slot policy accepted")
 	}
 	if err := SetLinks(c, -1, 0); err == nil {

@@ -60,8 +60,8 @@ func runCompare(args []string) error {
 		return err
 	}
 	if *asJSON {
-		out := compareJSON{Cluster: w.Setup.Cluster.Name, Jobs: len(w.Jobs), Slots: string(w.Setup.Slots.Policy),
-			Sharing: w.Setup.Slots.Sharing().String(),
+		out := compareJSON{Cluster: w.Setup.Cluster.Name, Jobs: len(w.Jobs), Slots: string(w.Setup.Network.Slots.Policy),
+			Sharing: w.Setup.Network.Slots.Sharing().String(),
 			INA:     w.Setup.INA, Estimate: w.Setup.Mode.String(), Admission: w.Setup.Admission, Priority: w.Setup.Priority.String(), Reference: *ref, MeanJCT: map[string]float64{},
 			Ratio: map[string]float64{}, Summary: map[string]sim.Summary{}}
 		var refMean float64

@@ -35,6 +35,11 @@ type simFlags struct {
 	slots                   string
 	skew, psTime            float64
 	noINA, noPreempt        bool
+	window                  float64
+	noECN                   bool
+	coreRTTus               float64
+	switchPktSec, psPktSec  float64
+	estimateErr             bool
 	estimate                string
 	admission, priority     string
 	progress                bool
@@ -60,8 +65,14 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.slots, "slots", "esa", "switch slot policy: esa (free on completion) or atp (free when the PS answers)")
 	fs.Float64Var(&f.skew, "skew", 0.5, "time between a chunk's first and last contribution, as a fraction of the rack RTT")
 	fs.Float64Var(&f.psTime, "ps-time", 5e-6, "seconds the PS takes to answer a completed chunk (ATP hold time)")
-	fs.BoolVar(&f.noPreempt, "no-preempt", false, "with -slots esa: share saturated switch memory fairly instead of by ESA priority (ablation)")
+	fs.BoolVar(&f.noPreempt, "no-preempt", false, "with -slots esa: no preemption (a chunk finding a slot held by a lower priority falls back instead of evicting it)")
 	fs.BoolVar(&f.noINA, "no-ina", false, "disable in-network aggregation everywhere")
+	fs.Float64Var(&f.window, "window", 0, "chunks a job keeps in flight (its agents' window and slot range; 0: 1024, the switch's slots)")
+	fs.BoolVar(&f.noECN, "no-ecn", false, "switches never mark ECN (the switch's default threshold)")
+	fs.Float64Var(&f.coreRTTus, "core-rtt-us", 0, "extra round trip of paths crossing the core, µs (0: 10)")
+	fs.Float64Var(&f.switchPktSec, "switch-packet-sec", 0, "per-packet cost of a ToR pipeline in seconds (0: no limit)")
+	fs.Float64Var(&f.psPktSec, "ps-packet-sec", 0, "per-packet cost at a PS host in seconds (0: no limit)")
+	fs.BoolVar(&f.estimateErr, "estimator-error", false, "also run netpack's estimator on the running jobs and report its error against the simulator")
 	fs.StringVar(&f.estimate, "estimate", "joint", "estimator NetPack scores with: joint or separate")
 	fs.StringVar(&f.admission, "admission", netpack.AdmitFIFO, "admission rule, the same for every policy: "+strings.Join(netpack.AdmissionNames(), " or "))
 	fs.StringVar(&f.priority, "priority", "size", "ESA priority rule, the same for every policy: size (smaller total work wins) or none")
@@ -125,8 +136,10 @@ func (f *simFlags) workload() (*sim.Workload, *trace.Trace, error) {
 			warm = 86400
 		}
 	}
-	setup := sim.Setup{Cluster: c, Slots: sim.SlotModel{Policy: sim.SlotPolicy(f.slots), SkewFrac: f.skew, PSSec: f.psTime,
-		NoPreempt: f.noPreempt},
+	net := sim.Network{Slots: sim.SlotModel{Policy: sim.SlotPolicy(f.slots), SkewFrac: f.skew, PSSec: f.psTime, NoPreempt: f.noPreempt},
+		Window: f.window, ECNOff: f.noECN, CoreRTTSec: f.coreRTTus * 1e-6,
+		SwitchPacketSec: f.switchPktSec, PSPacketSec: f.psPktSec}
+	setup := sim.Setup{Cluster: c, Network: net, Estimate: f.estimateErr,
 		INA: !f.noINA, Mode: mode, Interval: f.interval, Warmup: warm, Admission: f.admission, Priority: prio}
 	w, err := sim.Prepare(setup, tr)
 	if err != nil {

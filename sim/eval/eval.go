@@ -144,7 +144,7 @@ func Evaluate(cfg Config) (*Report, error) {
 	if cfg.Trace.Span() >= 3*86400 {
 		warm = 86400
 	}
-	base := sim.Setup{Slots: sim.DefaultSlotModel(), INA: true, Mode: netpack.Joint, Interval: cfg.Interval, Warmup: warm}
+	base := sim.Setup{Network: sim.DefaultNetwork(), INA: true, Mode: netpack.Joint, Interval: cfg.Interval, Warmup: warm}
 	for _, l := range []Links{Roomy, Constrained} {
 		c, err := cfg.cluster(cfg.Racks, cfg.Machines, l)
 		if err != nil {
@@ -197,7 +197,7 @@ func (rep *Report) slots(base sim.Setup) error {
 			}
 			s := base
 			s.Cluster = c
-			s.Slots.Policy = sp
+			s.Network.Slots.Policy = sp
 			key := string(sp) + mem.suffix
 			if rep.SlotRuns[key], err = cfg.compare(fmt.Sprintf("trace, slots %s, memory x%g", sp, mem.frac), s, cfg.Trace, pols); err != nil {
 				return err

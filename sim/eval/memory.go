@@ -77,7 +77,7 @@ func (rep *Report) memory(base sim.Setup, all []string) error {
 				}
 				s := base
 				s.Cluster = c
-				s.Slots.Policy, s.Slots.NoPreempt, s.Mode = v.slots, v.fair, v.mode
+				s.Network.Slots.Policy, s.Network.Slots.NoPreempt, s.Mode = v.slots, v.fair, v.mode
 				s.Warmup = cliWarmup(tr)
 				label := fmt.Sprintf("memory-bound, %.0f KiB, seed %d, %s", mem/1024, seed, v.name)
 				r, err := cfg.compare(label, s, tr, v.policies)

@@ -73,7 +73,7 @@ func (rep *Report) memoryMarkdown(p func(string, ...any)) memSummary {
 			p("| %.0f KiB | %s | %.2f | %.2f | %s | %.2f-%.2fx |\n", mem/1024, strings.ToUpper(v[0]), j/3600, s/3600, pct(g), lo, hi)
 		}
 	}
-	sl, rtt := first.Setup.Slots, first.Setup.Cluster.Racks[0].RTTSec
+	sl, rtt := first.Setup.Network.Slots, first.Setup.Cluster.Racks[0].RTTSec
 	esaHold := sim.SlotModel{Policy: sim.ESA, SkewFrac: sl.SkewFrac, PSSec: sl.PSSec}.HoldSec(rtt)
 	atpHold := sim.SlotModel{Policy: sim.ATP, SkewFrac: sl.SkewFrac, PSSec: sl.PSSec}.HoldSec(rtt)
 	p("\nReading these: where memory binds, INA capacity is memory / hold, so ATP's %.0f µs hold against ESA's %.0f µs ", atpHold*1e6, esaHold*1e6)

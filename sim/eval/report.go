@@ -32,10 +32,10 @@ func (rep *Report) Markdown(w io.Writer) error {
 	p("Two link configurations: **%s** (netpack's default) and **%s** (network-constrained).\n", Roomy.Name, Constrained.Name)
 	mem := s.Cluster.Racks[0].INAMemoryBytes
 	rtt := s.Cluster.Racks[0].RTTSec
-	esaHold, atpHold := sim.SlotModel{Policy: sim.ESA, SkewFrac: s.Slots.SkewFrac, PSSec: s.Slots.PSSec}.HoldSec(rtt),
-		sim.SlotModel{Policy: sim.ATP, SkewFrac: s.Slots.SkewFrac, PSSec: s.Slots.PSSec}.HoldSec(rtt)
+	esaHold, atpHold := sim.SlotModel{Policy: sim.ESA, SkewFrac: s.Network.Slots.SkewFrac, PSSec: s.Network.Slots.PSSec}.HoldSec(rtt),
+		sim.SlotModel{Policy: sim.ATP, SkewFrac: s.Network.Slots.SkewFrac, PSSec: s.Network.Slots.PSSec}.HoldSec(rtt)
 	p("- Switch memory %.0f KiB per ToR, ToR-PS RTT %.0f µs. Slot hold: ESA %.0f µs (skew %.1f RTT), ATP %.0f µs (skew + RTT + %.0f µs at the PS); ",
-		mem/1024, rtt*1e6, esaHold*1e6, s.Slots.SkewFrac, atpHold*1e6, s.Slots.PSSec*1e6)
+		mem/1024, rtt*1e6, esaHold*1e6, s.Network.Slots.SkewFrac, atpHold*1e6, s.Network.Slots.PSSec*1e6)
 	p("peak INA rate memory/hold = %.0f Gbit/s per ToR with ESA, %.0f with ATP. ESA is the default everywhere except section 5.\n",
 		mem/esaHold*8/1e9, mem/atpHold*8/1e9)
 	p("- Models by GPU-time bucket (Pollux-style): <1 GPU-h resnet50, 1-10 bert-base, 10-100 resnet152, >=100 vgg16. ")
