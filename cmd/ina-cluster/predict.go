@@ -24,7 +24,8 @@ func predictJCT(c *scheduler.Cluster, policy string, trace []scheduler.TraceJob)
 		}
 		jobs[i] = &netpack.Job{ID: tj.Name, GPUs: tj.GPUs, Model: m, Iterations: tj.Iterations, Submit: tj.SubmitSec}
 	}
-	res, err := sim.Run(sim.Config{Cluster: c.Model, Policy: pol, Interval: 0.25, Sharing: netpack.PriorityShare}, jobs)
+	// The physical cluster; sim.Network's defaults are ESA slots with preemption.
+	res, err := sim.Run(sim.Config{Cluster: c.Model, Policy: pol, Interval: 0.25}, jobs)
 	if err != nil {
 		return nil, err
 	}
