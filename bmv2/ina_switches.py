@@ -14,7 +14,7 @@ import socket
 import subprocess
 import time
 
-from mininet.link import Link
+from mininet.link import Link, TCLink
 from mininet.log import error, info
 from mininet.node import Host, Switch
 
@@ -147,3 +147,9 @@ class OwnedLink(Link):
         if not node.inNamespace:
             owned.record_link(name)
         return name
+
+
+class OwnedTCLink(TCLink):
+    """OwnedLink with tc shaping: the rate and latency a topology.json link gives."""
+
+    intfName = OwnedLink.intfName

@@ -65,6 +65,27 @@ def parse_endpoint(ep, hosts):
     return name, int(port)
 
 
+def link_shaping(link):
+    """The tutorials' optional third and fourth link elements, latency and Mbit/s, as tc shaping on
+    both ends (Mininet's TCLink); none for a link without them."""
+    latency = link[2] if len(link) > 2 else "0ms"
+    if isinstance(latency, (int, float)):
+        latency = "%gms" % latency
+    mbps = link[3] if len(link) > 3 else 0
+    opts = {}
+    if latency not in ("", "0ms", "0"):
+        opts["delay"] = latency
+    if mbps:
+        opts["bw"] = mbps
+        # tbf (htb warns that its quantum is big at these rates), with a 50 ms queue rather than
+        # Mininet's 120 ms / Mbit/s, so that a window of packets from several workers is not dropped.
+        opts.update(use_tbf=True, latency_ms=50)
+    if opts:
+        import ina_switches
+        opts["cls"] = ina_switches.OwnedTCLink
+    return opts
+
+
 def intf_tag():
     """A prefix for the switches' root-namespace interfaces that no interface on the host uses."""
     names = subprocess.run(["ip", "-o", "link", "show"], stdout=subprocess.PIPE, text=True).stdout
@@ -293,6 +314,7 @@ def run(args):
                     opts["port1"] = pa
                 if pb is not None:
                     opts["port2"] = pb
+                opts.update(link_shaping(link))
                 self.addLink(a, b, **opts)
 
     # make stop sends SIGTERM: leave through the same clean-up as exit or Ctrl-D.
