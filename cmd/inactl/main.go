@@ -15,6 +15,8 @@ const usage = `inactl: INA switch controller
   inactl validate --config F    check the config (and the P4Info and device configs it names)
   inactl derive   --topology T --endpoints E [-o F]
                                 write the config for a topology.json (bmv2/topologies)
+  inactl derive   --topology T --check
+                                only check a topology.json (what bmv2/run.py does first)
   inactl status                 per switch and job: counters and slots held (from the API)
   inactl job add --file J       add a job (YAML or JSON, as an entry of the config's jobs list)
   inactl job remove ID          remove a job: its entries and the slots it holds
