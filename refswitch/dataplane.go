@@ -55,7 +55,14 @@ func openPort(spec PortSpec, queueLen int, ring RingConfig) (*port, error) {
 	if _, err := net.InterfaceByName(spec.Ifname); err != nil {
 		return nil, fmt.Errorf("port %d: interface %q: %w", spec.Port, spec.Ifname, err)
 	}
-	s, err := afring.Open(spec.Ifname, afring.Config{FrameSize: 16384, RXFrames: ring.RXFrames, TXFrames: ring.TXFrames, Promiscuous: true})
+	rx, tx := ring.RXFrames, ring.TXFrames
+	if rx == 0 {
+		rx = 512
+	}
+	if tx == 0 {
+		tx = 128
+	}
+	s, err := afring.Open(spec.Ifname, afring.Config{FrameSize: 16384, RXFrames: rx, TXFrames: tx, Promiscuous: true})
 	if err != nil {
 		return nil, fmt.Errorf("port %d: %w", spec.Port, err)
 	}

@@ -5,9 +5,14 @@ import (
 	"errors"
 	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/inapack/inapack/p4src/wire"
+	"github.com/inapack/inapack/ps"
 	"github.com/inapack/inapack/worker"
+	"github.com/inapack/inapack/worker/transport"
 )
 
 // AllReduceMany over a mix of int32 and float32 tensors of awkward sizes (empty, shorter than a
@@ -90,5 +95,70 @@ func TestAllReduceManyErrors(t *testing.T) {
 		if err := w.AllReduceMany(context.Background(), ts); !errors.Is(err, worker.ErrConfig) {
 			t.Errorf("%+v: %v, want ErrConfig", ts, err)
 		}
+	}
+}
+
+// A data packet lost on the way to the PS is resent as soon as three later chunks have completed,
+// not when its timer (5 s here) expires.
+func TestFastRetransmit(t *testing.T) {
+	const n = 2
+	srv, err := ps.New(ps.Config{MAC: psMAC, IP: psIP, Jobs: []ps.JobConfig{{Job: 1, Workers: n, Window: 16}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends := make([]*transport.Mem, n)
+	psEnd := transport.NewMem(func(b []byte) error {
+		for _, e := range ends {
+			e.Deliver(b)
+		}
+		return nil
+	}, 1024)
+	var dropped atomic.Bool
+	for i := range ends {
+		ends[i] = transport.NewMem(func(b []byte) error {
+			var f wire.Frame
+			// Rank 0's first transmission of chunk 5 is lost.
+			if i == 0 && f.Unmarshal(b) == nil && f.INA.Seq == 5 && f.INA.Flags&wire.FlagResend == 0 && !dropped.Swap(true) {
+				return nil
+			}
+			psEnd.Deliver(b)
+			return nil
+		}, 1024)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ctx, psEnd) }()
+	defer func() { cancel(); <-done }()
+	var wg sync.WaitGroup
+	stats := make([]worker.StatsSnapshot, n)
+	for r := range n {
+		cfg := config(r, n)
+		cfg.RTO, cfg.MinRTO, cfg.MaxRTO, cfg.ProgressTimeout = 5*time.Second, 5*time.Second, 5*time.Second, 20*time.Second
+		w, err := worker.New(cfg, ends[r])
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v := make([]int32, 64*32)
+			for i := range v {
+				v[i] = int32(i)
+			}
+			if err := w.AllReduceInt32(context.Background(), v); err != nil {
+				t.Error(err)
+			}
+			if v[5*64+1] != int32(n*(5*64+1)) {
+				t.Errorf("rank %d: chunk 5 holds %d", r, v[5*64+1])
+			}
+			stats[r] = w.Snapshot()
+		}()
+	}
+	wg.Wait()
+	if !dropped.Load() {
+		t.Fatal("nothing was dropped")
+	}
+	if s := stats[0]; s.FastResent < 1 || s.Resent != s.FastResent {
+		t.Errorf("rank 0 resent %d, %d of them fast: the loss was not repaired by fast retransmission", s.Resent, s.FastResent)
 	}
 }

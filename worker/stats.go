@@ -5,7 +5,8 @@ import "sync/atomic"
 // Stats counts what a worker did. Fields are read atomically with Snapshot while AllReduce runs.
 type Stats struct {
 	DataSent       atomic.Uint64 // data packets sent, first transmissions
-	Resent         atomic.Uint64 // retransmissions (RESEND flag) after a timeout
+	Resent         atomic.Uint64 // retransmissions (RESEND flag), after a timeout or fast
+	FastResent     atomic.Uint64 // retransmissions because later chunks completed (also in Resent)
 	BypassSent     atomic.Uint64 // BYPASS packets sent after an OVERFLOW result (first transmissions)
 	Results        atomic.Uint64 // results that completed a chunk (= chunks completed)
 	ResultsIgnored atomic.Uint64 // results for chunks not in flight (duplicates, late answers)
@@ -18,6 +19,7 @@ type Stats struct {
 // StatsSnapshot is a copy of Stats, with the same meanings.
 type StatsSnapshot struct {
 	DataSent, Resent, BypassSent uint64
+	FastResent                   uint64
 	Results, ResultsIgnored      uint64
 	Overflows, ECN, WindowCuts   uint64
 	RxErrors                     uint64
@@ -28,7 +30,7 @@ type StatsSnapshot struct {
 func (w *Worker) Snapshot() StatsSnapshot {
 	s := &w.stats
 	return StatsSnapshot{
-		DataSent: s.DataSent.Load(), Resent: s.Resent.Load(), BypassSent: s.BypassSent.Load(),
+		DataSent: s.DataSent.Load(), Resent: s.Resent.Load(), BypassSent: s.BypassSent.Load(), FastResent: s.FastResent.Load(),
 		Results: s.Results.Load(), ResultsIgnored: s.ResultsIgnored.Load(), Overflows: s.Overflows.Load(),
 		ECN: s.ECN.Load(), WindowCuts: s.WindowCuts.Load(), RxErrors: s.RxErrors.Load(),
 		Window: float64(w.cwndMilli.Load()) / 1000,

@@ -19,7 +19,8 @@ type Worker struct {
 	cfg       Config
 	t         transport.Transport
 	batch     transport.Batcher // t, when it can batch sends
-	nextSeq   uint32 // seq of the first chunk of the next call
+	nextSeq   uint32            // seq of the first chunk of the next call
+	stamp     uint64            // transmissions so far, to order them
 	cwnd      float64
 	cwndMilli atomic.Int64 // cwnd*1000 for Snapshot
 	recover   uint32       // window cuts are at most one per window: none until a result newer than this
@@ -89,12 +90,21 @@ type codec interface {
 
 // inflight is the state of one chunk in the window.
 type inflight struct {
-	sent     time.Time
-	deadline time.Time
-	tries    int  // retransmissions so far
-	bypass   bool // an OVERFLOW result moved it to the PS path
-	done     bool
+	sent      time.Time
+	deadline  time.Time
+	stamp     uint64 // transmission order of the last send
+	tries     int    // retransmissions so far
+	overtaken int    // chunks sent after this one that completed since its last send
+	bypass    bool   // an OVERFLOW result moved it to the PS path
+	done      bool
 }
+
+// fastRetransmitAfter is how many chunks sent after a chunk must complete before the chunk is
+// taken as lost and resent without waiting for its timer. The switch's reordering holds a packet
+// behind one other, so three are never reordering; on a machine where the retransmission timer
+// has to allow for scheduling delays of many milliseconds, it turns a lost packet into a delay of
+// about one round trip instead of the timer.
+const fastRetransmitAfter = 3
 
 func (w *Worker) run(ctx context.Context, cd codec) error {
 	if w.failed {
@@ -206,6 +216,10 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 		if st.tries == 0 && !st.bypass {
 			w.sampleRTT(now.Sub(st.sent))
 		}
+		if err := w.fastRetransmit(base, lo, c, next, win, st.stamp, cd, now); err != nil {
+			w.failed = true
+			return err
+		}
 		cd.store(c, &h.Values, h.Flags&wire.FlagFloat != 0)
 		if bypassResult && h.Flags&wire.FlagOverflow != 0 && h.Flags&wire.FlagFloat == 0 {
 			overflowed = append(overflowed, c)
@@ -248,8 +262,32 @@ func (w *Worker) send(base uint32, c int, st *inflight, cd codec, extra wire.Fla
 		return fmt.Errorf("worker: job %d rank %d: send: %w", w.cfg.Job, w.cfg.Rank, err)
 	}
 	st.sent = now
+	w.stamp++
+	st.stamp, st.overtaken = w.stamp, 0
 	backoff := w.rto << min(st.tries, 6)
 	st.deadline = now.Add(min(backoff, w.cfg.MaxRTO))
+	return nil
+}
+
+// fastRetransmit counts chunk c's completion against every unfinished chunk in [lo, c) sent
+// before it (stamp), and resends with RESEND those it has now overtaken fastRetransmitAfter times.
+func (w *Worker) fastRetransmit(base uint32, lo, c, next int, win []inflight, stamp uint64, cd codec, now time.Time) error {
+	for j := lo; j < c; j++ {
+		st := &win[j%w.cfg.Window]
+		if st.done || st.stamp > stamp {
+			continue
+		}
+		if st.overtaken++; st.overtaken != fastRetransmitAfter {
+			continue
+		}
+		w.cut(base+uint32(j), base+uint32(next))
+		st.tries++
+		if err := w.send(base, j, st, cd, wire.FlagResend, now); err != nil {
+			return err
+		}
+		w.stats.Resent.Add(1)
+		w.stats.FastResent.Add(1)
+	}
 	return nil
 }
 
@@ -302,7 +340,7 @@ func (w *Worker) cut(seq, nextSeq uint32) {
 		return
 	}
 	w.recover = nextSeq
-	w.cwnd = max(1, w.cwnd/2)
+	w.cwnd = max(minWindow(w.cfg.Window), w.cwnd/2)
 	w.cwndMilli.Store(int64(w.cwnd * 1000))
 	w.stats.WindowCuts.Add(1)
 }
@@ -321,3 +359,8 @@ func (w *Worker) sampleRTT(r time.Duration) {
 	}
 	w.rto = min(max(w.srtt+4*w.rttvar, w.cfg.MinRTO), w.cfg.MaxRTO)
 }
+
+// minWindow is the floor of the congestion window: enough chunks in flight for a loss to be
+// detected by fastRetransmitAfter later completions rather than by the timer. Every job's window
+// is bounded by its slots anyway.
+func minWindow(window int) float64 { return float64(min(fastRetransmitAfter+1, window)) }
