@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates build/pyenv: a virtual environment from Debian's /usr/bin/python3 with its site-packages
-# visible (Mininet lives there), plus ptf, scapy and the p4runtime bindings from PyPI.
+# visible (Mininet lives there), plus ptf, scapy and the p4runtime bindings from PyPI, and what the
+# Python package (python/) needs for its tests and make train-demo.
 # Idempotent and quiet: prints the venv's python path on stdout, nothing else on success.
 set -euo pipefail
 
@@ -19,6 +20,13 @@ REQS=(
   "protobuf==3.20.3"
   "grpcio==1.66.2"
   "googleapis-common-protos==1.65.0"
+  # python/ (inapack): numpy; pytest for its tests (make test); scikit-learn and matplotlib for
+  # make train-demo.
+  "numpy==2.4.6"
+  "pytest==9.2.0"
+  "scikit-learn==1.9.1"
+  "scipy==1.17.1"
+  "matplotlib==3.11.2"
 )
 STAMP="$VENV/.inapack-reqs"
 WANT="$(printf '%s\n' "${REQS[@]}")"
@@ -42,6 +50,6 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$BASE_PY" -m venv --system-site-packages "$VENV" >/dev/null
 fi
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-input "${REQS[@]}" >&2
-"$VENV/bin/python" -c 'import ptf, scapy, grpc, p4.v1.p4runtime_pb2, p4.config.v1.p4info_pb2' >&2
+"$VENV/bin/python" -c 'import ptf, scapy, grpc, p4.v1.p4runtime_pb2, p4.config.v1.p4info_pb2, numpy, pytest, sklearn, matplotlib' >&2
 printf '%s\n' "$WANT" >"$STAMP"
 echo "$VENV/bin/python"

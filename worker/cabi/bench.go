@@ -1,0 +1,47 @@
+package main
+
+// #include <stdint.h>
+import "C"
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/inapack/inapack/worker"
+)
+
+// inapack_bench_go runs iters all-reduces of n values from Go on a buffer of its own (float32 with
+// the scale arguments of inapack_allreduce_float32 if isFloat, else int32) and writes the seconds
+// they took to *seconds: the baseline that python/inapack/bench.py compares the bridge against.
+//
+//export inapack_bench_go
+func inapack_bench_go(h C.int64_t, n C.int64_t, iters C.int, isFloat C.int, scale C.double, bucket C.int64_t, seconds *C.double, errBuf *C.char, errLen C.int) C.int {
+	return call(h, errBuf, errLen, func(w *worker.Worker) error {
+		if n < 1 || n > 1<<30 || iters < 1 || seconds == nil {
+			return fmt.Errorf("%w: bench of %d values x %d", errConfig, n, iters)
+		}
+		ints := make([]int32, n)
+		floats := make([]float32, n)
+		start := time.Now()
+		for range iters {
+			var err error
+			if isFloat != 0 {
+				for i := range floats {
+					floats[i] = float32(i%1000) / 1024
+				}
+				err = allReduceFloat(w, floats, float64(scale), int(bucket))
+			} else {
+				for i := range ints {
+					ints[i] = int32(i % 1000)
+				}
+				err = w.AllReduceInt32(context.Background(), ints)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		*seconds = C.double(time.Since(start).Seconds())
+		return nil
+	})
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/inapack/inapack/worker"
+	"github.com/inapack/inapack/worker/transport"
+)
+
+// defaultWindow is the job's slots when the config gives none: ina-worker's default.
+const defaultWindow = 16
+
+// config is what inapack_open takes, as JSON. Field names follow the Python package's arguments.
+type config struct {
+	Job      int    `json:"job"`
+	Rank     int    `json:"rank"`
+	Workers  int    `json:"world_size"`
+	Priority int    `json:"priority"`
+	SlotBase int    `json:"slot_base"`
+	Window   int    `json:"window"`
+	Iface    string `json:"iface"`  // AF_PACKET interface (needs CAP_NET_RAW)
+	IP       string `json:"ip"`     // this worker's IPv4 address
+	PSIP     string `json:"ps_ip"`  // the job's PS
+	PSMAC    string `json:"ps_mac"` // destination MAC of data frames (the switch forwards by table)
+	Fabric   int64  `json:"fabric"` // instead of Iface: an in-process PS from inapack_local_fabric
+	// ProgressTimeout is in seconds (0: the worker's default, 5 s).
+	ProgressTimeout float64 `json:"progress_timeout"`
+}
+
+func decodeConfig(s string, c *config) error {
+	d := json.NewDecoder(bytes.NewReader([]byte(s)))
+	d.DisallowUnknownFields()
+	if err := d.Decode(c); err != nil {
+		return fmt.Errorf("%w: config %q: %v", errConfig, s, err)
+	}
+	return nil
+}
+
+// open makes the transport and the worker.
+func (c *config) open() (*worker.Worker, transport.Transport, error) {
+	switch {
+	case c.Job < 1 || c.Job > 0xffff || c.Priority < 0 || c.Priority > 255 || c.SlotBase < 0 || c.SlotBase > 0xffff:
+		return nil, nil, fmt.Errorf("%w: job %d, priority %d, slot_base %d out of range", errConfig, c.Job, c.Priority, c.SlotBase)
+	case (c.Iface == "") == (c.Fabric == 0):
+		return nil, nil, fmt.Errorf("%w: give exactly one of iface (an interface) or fabric (an in-process PS)", errConfig)
+	case c.ProgressTimeout < 0:
+		return nil, nil, fmt.Errorf("%w: progress_timeout %v is negative", errConfig, c.ProgressTimeout)
+	}
+	wc := worker.Config{Job: uint16(c.Job), Rank: c.Rank, Workers: c.Workers, Priority: uint8(c.Priority),
+		SlotBase: uint16(c.SlotBase), Window: c.Window, ProgressTimeout: time.Duration(c.ProgressTimeout * float64(time.Second))}
+	if wc.Window == 0 {
+		wc.Window = defaultWindow
+	}
+	var t transport.Transport
+	if c.Fabric != 0 {
+		f, err := fabricByID(c.Fabric)
+		if err != nil {
+			return nil, nil, err
+		}
+		m, err := f.attach(c.Rank, c.Job, c.Workers, wc.Window)
+		if err != nil {
+			return nil, nil, err
+		}
+		t = m
+		wc.SrcMAC, wc.DstMAC = net.HardwareAddr{2, 0, 0, 0, 1, byte(c.Rank)}, fabricMAC
+		wc.SrcIP, wc.DstIP = net.IPv4(10, 0, 1, byte(c.Rank+1)), fabricIP
+	} else {
+		ip, psIP := net.ParseIP(c.IP).To4(), net.ParseIP(c.PSIP).To4()
+		if ip == nil || psIP == nil {
+			return nil, nil, fmt.Errorf("%w: ip %q and ps_ip %q must be IPv4 addresses", errConfig, c.IP, c.PSIP)
+		}
+		psMAC := net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+		if c.PSMAC != "" {
+			var err error
+			if psMAC, err = net.ParseMAC(c.PSMAC); err != nil {
+				return nil, nil, fmt.Errorf("%w: ps_mac: %v", errConfig, err)
+			}
+		}
+		p, err := transport.OpenPacket(c.Iface)
+		if err != nil {
+			return nil, nil, err
+		}
+		t = p
+		wc.SrcMAC, wc.DstMAC, wc.SrcIP, wc.DstIP = p.MAC(), psMAC, ip, psIP
+	}
+	w, err := worker.New(wc, t)
+	if err != nil {
+		t.Close()
+		return nil, nil, err
+	}
+	return w, t, nil
+}
