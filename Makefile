@@ -1,6 +1,7 @@
 # Top-level entry points. Each target is a thin wrapper: the work lives in scripts/ and Go commands.
 # Targets that need p4c, BMv2, Mininet or root print one line beginning "SKIP:" and succeed when
-# what they need is missing, except demo and run, which fail with a message (before building).
+# what they need is missing, except demo, run and train-demo, which fail with a message (before
+# building).
 
 GO       ?= go
 BUILD    ?= build
@@ -10,7 +11,7 @@ export SWITCH BUILD GO
 # ip, sysctl and Mininet's tools live in sbin, which a sudo user's PATH (sudo env "PATH=$PATH") lacks.
 export PATH := $(PATH):/usr/local/sbin:/usr/sbin:/sbin
 
-.PHONY: all build test demo p4 p4-tna ptf bench bench-placement evaluation run stop clean cluster-demo
+.PHONY: all build test demo p4 p4-tna ptf bench bench-placement evaluation run stop clean cluster-demo pylib train-demo bench-python
 
 all: build
 
@@ -32,6 +33,20 @@ demo:
 # baseline, JCTs beside the simulator's (root; SWITCH=bmv2 for BMv2, else the reference switch).
 cluster-demo: build
 	@$(BUILD)/bin/ina-cluster demo --bin $(BUILD)/bin --dir $(BUILD)/cluster-demo
+
+# The Python package's library, for a checkout (python/inapack finds build/lib/libinapack.so;
+# pip install ./python builds its own copy).
+pylib:
+	@command -v $(GO) >/dev/null || { echo "pylib: $(GO) not found: Go builds libinapack.so (see go.mod for the version)"; exit 1; }
+	$(GO) build -buildmode=c-shared -o $(BUILD)/lib/libinapack.so ./worker/cabi
+
+# Training through the switch vs an exact local all-reduce, with faults and preemption (root).
+train-demo:
+	@scripts/train-demo.sh
+
+# All-reduce time per MiB from Python vs from Go, same run (python -m inapack.bench).
+bench-python: pylib
+	@PYTHONPATH=python INAPACK_LIB=$(BUILD)/lib/libinapack.so "$$(scripts/pyenv.sh)" -m inapack.bench
 
 p4:
 	@scripts/p4.sh v1model

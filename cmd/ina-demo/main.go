@@ -47,6 +47,7 @@ type demo struct {
 	seed                             uint64
 	bmv2JSON, p4info, dtype          string
 	killJob, killAfter               int
+	exec                             execFlags
 
 	grpcAddr, apiAddr, metricsAddr, thriftAddr string
 	ps                                         host
@@ -63,6 +64,9 @@ func main() {
 	flag.StringVar(&d.target, "switch", "auto", "ref, bmv2, or auto (bmv2 when simple_switch_grpc and its JSON exist)")
 	flag.StringVar(&d.bmv2JSON, "bmv2-json", "", "BMv2 JSON of the P4 program (default build/p4/ina.json or build/ina.json)")
 	flag.Var(&d.jobs, "job", "JOB:WORKERS:PRIORITY[:on|off] (repeatable; default 1:2:1 and 2:2:5); the last field switches INA")
+	d.exec = execFlags{}
+	flag.Var(d.exec, "exec", "JOB=COMMAND: the job's workers run COMMAND (sh -c) instead of ina-worker, configured by\n"+
+		"RANK, WORLD_SIZE and INAPACK_* environment variables (repeatable; see exec.go)")
 	flag.StringVar(&d.dtype, "dtype", "int32", "tensor type: int32 or float32 (fixed point, scale 1024)")
 	flag.IntVar(&d.size, "size", 16384, "tensor size in values (64 per packet)")
 	flag.IntVar(&d.iters, "iters", 20, "iterations per worker")
@@ -132,6 +136,8 @@ func (d *demo) check() error {
 		return fmt.Errorf("-dtype %q: want int32 or float32", d.dtype)
 	case d.ecnThreshold < 0 || d.ecnThreshold > wire.MaxECNThreshold:
 		return fmt.Errorf("-ecn-threshold %d: want 0..%d", d.ecnThreshold, wire.MaxECNThreshold)
+	case d.execJob() != 0:
+		return fmt.Errorf("-exec %d=...: no such -job", d.execJob())
 	case d.killJob != 0 && !slices.ContainsFunc(d.jobs, func(j *jobSpec) bool { return j.id == d.killJob && j.workers > 1 }):
 		return fmt.Errorf("-kill: no job %d with two or more workers", d.killJob)
 	}

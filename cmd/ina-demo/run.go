@@ -113,17 +113,13 @@ func (d *demo) runJobs(ctx context.Context) error {
 			victim := j.id == d.killJob && r == j.workers-1
 			// The killed job's peers must give up soon after their peer dies; every other worker
 			// gets a timeout that no scheduling delay on a busy machine reaches.
-			progress := "30s"
+			progress := 30 * time.Second
 			if j.id == d.killJob {
-				progress = "3s"
+				progress = 3 * time.Second
 			}
 			killNow := make(chan struct{})
 			var once sync.Once
-			argv := []string{"ip", "netns", "exec", h.name, filepath.Join(d.bin, "ina-worker"), "-iface", "eth0",
-				"-job", fmt.Sprint(j.id), "-rank", fmt.Sprint(r), "-workers", fmt.Sprint(j.workers),
-				"-priority", fmt.Sprint(j.priority), "-slot-base", fmt.Sprint(j.slotBase), "-window", fmt.Sprint(j.window),
-				"-size", fmt.Sprint(d.size), "-iters", fmt.Sprint(d.iters), "-compute", d.compute.String(),
-				"-seed", fmt.Sprint(d.seed), "-ip", h.ip, "-ps-ip", psIP, "-ps-mac", d.ps.mac, "-progress-timeout", progress, "-dtype", d.dtype}
+			argv := d.workerArgv(j, r, h, progress)
 			p, err := d.procs.start(fmt.Sprintf("worker-j%d-r%d", j.id, r), func(line string) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -177,7 +173,11 @@ func (d *demo) runJobs(ctx context.Context) error {
 					for _, wr := range results[j.id] {
 						done += wr.iter
 					}
-					line += fmt.Sprintf(" | job %d: %d/%d iterations", j.id, done/j.workers, d.iters)
+					if d.exec[j.id] != "" {
+						line += fmt.Sprintf(" | job %d: %d iterations", j.id, done/j.workers)
+					} else {
+						line += fmt.Sprintf(" | job %d: %d/%d iterations", j.id, done/j.workers, d.iters)
+					}
 				}
 				mu.Unlock()
 				if snap := d.snapshot(ctx, c); snap != nil {
@@ -293,11 +293,19 @@ func (d *demo) summary(results map[int][]*workerResult, psLines map[int]map[stri
 			exact += e
 			iters += it
 			gp += g
-			if f["status"] != "ok" || e != d.iters {
-				status = "error"
-				problems = append(problems, fmt.Sprintf("job %d rank %d: status=%s exact=%d/%d", id, r, f["status"], e, d.iters))
+			want := d.iters
+			if d.exec[id] != "" {
+				want = it // an -exec command decides how many iterations it runs
 			}
-			total += d.iters
+			if f["status"] != "ok" || e != want {
+				status = "error"
+				problems = append(problems, fmt.Sprintf("job %d rank %d: status=%s exact=%d/%d", id, r, f["status"], e, want))
+			}
+			total += want
+		}
+		planned := d.iters
+		if d.exec[id] != "" {
+			planned = iters / max(1, j.workers)
 		}
 		ev := snap.JobEvents[id]
 		psRes := "0"
@@ -309,7 +317,7 @@ func (d *demo) summary(results map[int][]*workerResult, psLines map[int]map[stri
 			ina = "off"
 		}
 		fmt.Printf("demo-job: job=%d priority=%d workers=%d ina=%s iterations=%d/%d exact=%d/%d goodput_mbps=%.1f switch_completed=%d switch_collision=%d switch_preempted=%d switch_evicted=%d switch_stale=%d switch_flushed=%d switch_bypass=%d ps_results=%s status=%s\n",
-			id, j.priority, j.workers, ina, iters/max(1, j.workers), d.iters, exact, total, gp/float64(max(1, j.workers)),
+			id, j.priority, j.workers, ina, iters/max(1, j.workers), planned, exact, total, gp/float64(max(1, j.workers)),
 			ev["completed"], ev["collision"], ev["preempted"], ev["evicted"], ev["stale"], ev["flushed"], ev["bypass"], psRes, status)
 	}
 	if len(problems) > 0 {
