@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/antoninbas/p4runtime-go-client/pkg/client"
-	"github.com/mdlayher/packet"
+
+	"github.com/inapack/inapack/internal/afring"
 )
 
 // ipv4Frame is a minimum-size UDP/IPv4 frame (not INA) to dst.
@@ -27,18 +28,25 @@ func ipv4Frame(dst net.IP) []byte {
 // switch forwards rather than what the kernel drops when senders outrun it.
 const window = 64
 
-// BenchmarkForwardVeth measures the packets per second the switch forwards between veths with
-// ipv4_lpm: one port hairpinning, and four ports each sending to the next. Each host side keeps
-// `window` frames in flight; a frame not back within 50 ms is counted lost and its credit returned.
+// BenchmarkForwardVeth measures the packets per second the switch (running in this process)
+// forwards between veths with ipv4_lpm: one port hairpinning, and four ports each sending to the
+// next. Each host side keeps `window` frames in flight through AF_PACKET rings; a frame not back
+// within 50 ms is counted lost and its credit returned. With -benchmem, allocs/op is the switch's
+// and the hosts' allocations per packet forwarded: 0.
 func BenchmarkForwardVeth(b *testing.B) {
 	for _, n := range []int{1, 4} {
 		b.Run(fmt.Sprintf("ports=%d", n), func(b *testing.B) {
 			swIf, hostIf := makeVeths(b, fmt.Sprintf("rsb%d", n), n)
 			cl, _ := runSwitch(b, Config{}, swIf)
-			hosts := make([]*packet.Conn, n)
+			hosts := make([]*afring.Socket, n)
 			credits := make([]chan struct{}, n) // credits[i]: frames host i may still send
 			for i := range n {
-				hosts[i] = hostSocket(b, hostIf[i])
+				h, err := afring.Open(hostIf[i], afring.Config{Promiscuous: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { h.Close() })
+				hosts[i] = h
 				credits[i] = make(chan struct{}, window)
 				for range window {
 					credits[i] <- struct{}{}
@@ -55,18 +63,17 @@ func BenchmarkForwardVeth(b *testing.B) {
 			for j, h := range hosts {
 				from := (j - 1 + n) % n // host j receives what host j-1 sends
 				wg.Add(1)
+				count := func([]byte) {
+					got.Add(1)
+					select {
+					case credits[from] <- struct{}{}:
+					default:
+					}
+				}
 				go func() {
 					defer wg.Done()
-					buf := make([]byte, maxFrame)
 					for {
-						_ = h.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
-						if _, _, err := h.ReadFrom(buf); err == nil {
-							got.Add(1)
-							select {
-							case credits[from] <- struct{}{}:
-							default:
-							}
-						}
+						_, _ = h.Receive(20*time.Millisecond, 0, count)
 						select {
 						case <-stop:
 							return
@@ -84,13 +91,20 @@ func BenchmarkForwardVeth(b *testing.B) {
 				go func() {
 					defer send.Done()
 					f := ipv4Frame(net.IP{10, 0, byte((i + 1) % n), 1})
+					lossTimer := time.NewTimer(time.Hour)
 					for range per {
 						select {
 						case <-credits[i]:
-						case <-time.After(50 * time.Millisecond):
-							lost.Add(1)
+						default: // no credit at hand: wait for one, at most 50 ms
+							lossTimer.Reset(50 * time.Millisecond)
+							select {
+							case <-credits[i]:
+							case <-lossTimer.C:
+								lost.Add(1)
+							}
+							lossTimer.Stop()
 						}
-						_, _ = h.WriteTo(f, &packet.Addr{HardwareAddr: net.HardwareAddr(f[0:6])})
+						_ = h.Send(f)
 					}
 				}()
 			}
