@@ -87,19 +87,21 @@ free_port() {
 
 OUT="$BUILD/ptf"
 mkdir -p "$OUT"
-SWITCH_PID=""
+SWITCH_PID="" VETHS=0
 cleanup() {
   if [ -n "$SWITCH_PID" ] && kill -0 "$SWITCH_PID" 2>/dev/null; then
     kill "$SWITCH_PID" 2>/dev/null || true
     for _ in $(seq 50); do kill -0 "$SWITCH_PID" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$SWITCH_PID" 2>/dev/null || true
   fi
-  scripts/veth.sh delete "$PREFIX" "$NPORTS"
+  if [ "$VETHS" = 1 ]; then scripts/veth.sh delete "$PREFIX" "$NPORTS"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-scripts/veth.sh create "$PREFIX" "$NPORTS"
+VETHS=0
+scripts/veth.sh create "$PREFIX" "$NPORTS" # all or nothing: on failure it removes what it made
+VETHS=1
 
 GRPC_PORT="$(free_port)"
 GRPC_ADDR="127.0.0.1:$GRPC_PORT"

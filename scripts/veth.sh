@@ -18,20 +18,27 @@ quiet_ipv6_off() { sysctl -q -w "net.ipv6.conf.$1.disable_ipv6=1" >/dev/null 2>&
 
 case "$op" in
 create)
+  # Never take over a link of that name: it belongs to another run on this host. All or nothing:
+  # the names are checked first, and a failure part-way removes the pairs made so far.
   for ((i = 0; i < n; i++)); do
-    sw="$prefix-sw$i" tb="$prefix-tb$i"
-    # Never take over a link of that name: it belongs to another run on this host.
-    if ip link show "$sw" >/dev/null 2>&1; then
-      echo "veth.sh: $sw exists (another run's?); choose another prefix" >&2
+    if ip link show "$prefix-sw$i" >/dev/null 2>&1 || ip link show "$prefix-tb$i" >/dev/null 2>&1; then
+      echo "veth.sh: $prefix-sw$i or $prefix-tb$i exists (another run's?); choose another prefix" >&2
       exit 1
     fi
+  done
+  made=0
+  trap 'for ((j = 0; j < made; j++)); do ip link del "$prefix-sw$j" 2>/dev/null || true; done' ERR
+  for ((i = 0; i < n; i++)); do
+    sw="$prefix-sw$i" tb="$prefix-tb$i"
     ip link add "$sw" type veth peer name "$tb"
+    made=$((i + 1))
     for dev in "$sw" "$tb"; do
       quiet_ipv6_off "$dev"
       ip link set dev "$dev" mtu 9500
       ip link set dev "$dev" up
     done
   done
+  trap - ERR
   ;;
 delete)
   for ((i = 0; i < n; i++)); do
