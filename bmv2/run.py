@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -101,6 +102,8 @@ def choose_switch(kind, sw):
         if not sw.BMv2Switch.available():
             raise UserError("SWITCH=bmv2 needs simple_switch_grpc on PATH and build/ina.json (make p4)")
         return sw.BMv2Switch
+    if kind == "auto" and shutil.which(sw.BMv2Switch.binary):
+        say("simple_switch_grpc is installed but the program is not compiled (make p4): using the reference switch")
     if not sw.RefSwitch.available():
         raise UserError("%s is missing; run make build first" % sw.RefSwitch.binary)
     return sw.RefSwitch

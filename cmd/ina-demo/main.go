@@ -193,6 +193,8 @@ func (d *demo) chooseSwitch() error {
 		d.target = "ref"
 		if ssErr == nil && d.bmv2JSON != "" {
 			d.target = "bmv2"
+		} else if ssErr == nil {
+			fmt.Println("demo: simple_switch_grpc is installed but the program is not compiled (make p4): using the reference switch")
 		}
 	case "bmv2":
 		if ssErr != nil {
