@@ -5,11 +5,16 @@ rank in its own thread; and the fixed cost of one call from Python. Prints a tab
 ratio is the number to quote. The in-process PS is the fastest transport there is, so the ratio is
 an upper bound of the overhead through a real switch.
 
-    python -m inapack.bench [--workers 2] [--mib 1] [--iters 20] [--rounds 5]
+    python -m inapack.bench [--workers 1] [--mib 1] [--iters 20] [--rounds 7]
+
+One worker by default: in a real job each rank is its own process, while here ranks are threads of
+one process and their Python halves take turns on the GIL, which on a busy machine adds scheduling
+delay between the ranks' calls that no real job has (--workers 2 shows it).
 """
 
 import argparse
 import ctypes
+import os
 import statistics
 import threading
 import time
@@ -58,15 +63,15 @@ def py_loop(w, n, iters, is_float):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description="all-reduce time per MiB from Python vs from Go, same run")
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=1, help="ranks, one thread each")
     ap.add_argument("--mib", type=float, default=1.0, help="tensor size")
     ap.add_argument("--iters", type=int, default=20, help="all-reduces per measurement")
-    ap.add_argument("--rounds", type=int, default=5, help="interleaved Go/Python measurements (pairs)")
+    ap.add_argument("--rounds", type=int, default=7, help="interleaved Go/Python measurements (pairs)")
     a = ap.parse_args(argv)
     n = int(a.mib * (1 << 20)) // 4
     mib = n * 4 / (1 << 20)
-    print("bench: %d workers on an in-process PS, %.2f MiB tensors, %d all-reduces x %d rounds, interleaved"
-          % (a.workers, mib, a.iters, a.rounds))
+    print("bench: %d worker(s) on an in-process PS, %.2f MiB tensors, %d all-reduces x %d rounds, interleaved; "
+          "load average %.1f on %d CPUs" % (a.workers, mib, a.iters, a.rounds, os.getloadavg()[0], os.cpu_count()))
     print("%-8s %14s %14s %14s %14s %18s" % ("dtype", "go_ms_per_MiB", "py_ms_per_MiB", "py/go_median", "py/go_best",
                                              "overhead_us_per_MiB"))
     with LocalFabric(a.workers, window=64) as fab:

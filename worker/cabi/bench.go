@@ -21,20 +21,21 @@ func inapack_bench_go(h C.int64_t, n C.int64_t, iters C.int, isFloat C.int, scal
 		if n < 1 || n > 1<<30 || iters < 1 || seconds == nil {
 			return fmt.Errorf("%w: bench of %d values x %d", errConfig, n, iters)
 		}
-		ints := make([]int32, n)
-		floats := make([]float32, n)
+		// The input, refilled before every call (all-reduce works in place) by a copy, as the
+		// Python side does with numpy.
+		srcI, ints := make([]int32, n), make([]int32, n)
+		srcF, floats := make([]float32, n), make([]float32, n)
+		for i := range srcI {
+			srcI[i], srcF[i] = int32(i%1000), float32(i%1000)/1024
+		}
 		start := time.Now()
 		for range iters {
 			var err error
 			if isFloat != 0 {
-				for i := range floats {
-					floats[i] = float32(i%1000) / 1024
-				}
+				copy(floats, srcF)
 				err = allReduceFloat(w, floats, float64(scale), int(bucket))
 			} else {
-				for i := range ints {
-					ints[i] = int32(i % 1000)
-				}
+				copy(ints, srcI)
 				err = w.AllReduceInt32(context.Background(), ints)
 			}
 			if err != nil {
