@@ -58,6 +58,7 @@ else
       row "forwarding, $p port(s): ref / $BMV2_NAME" "$(k "$ref") pkt/s" "$BMV2_NAME $(k "$bm") pkt/s" "$(ratio "$ref" "$bm")" "" ""
     fi
   done
+  notes+=("the bare ring forwarder receives and sends on one goroutine per port in turn; the reference switch receives and sends on different goroutines, so it can pass it when two cores are free")
   if grep -q '^SKIP' "$out/fwd.txt"; then notes+=("$(grep '^SKIP' "$out/fwd.txt")"); fi
   ring1=$(fwd ring 1)
 

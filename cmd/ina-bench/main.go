@@ -19,6 +19,14 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 2 && os.Args[1] == "ring" {
+		// The bare ring forwarder, run as its own process like the switches it is compared with.
+		if err := serveRing(os.Args[2:]); err != nil {
+			fmt.Fprintf(os.Stderr, "ina-bench ring: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) < 2 || os.Args[1] != "forward" {
 		fmt.Fprintln(os.Stderr, "usage: ina-bench forward [flags] (see -h)")
 		os.Exit(2)

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,9 +23,51 @@ import (
 	"github.com/inapack/inapack/p4src"
 )
 
-// startRing is the bare forwarder: per port, frames read from its RX ring go to the next port's
-// TX ring, one send per batch, untouched. No switch on these veths can be faster.
+// startRing runs the bare forwarder (serveRing) in a child process, as the switches run.
 func startRing(ctx context.Context, sw []string) (func(), error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, append([]string{"ring"}, sw...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stop := func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		_ = cmd.Wait()
+	}
+	line := make([]byte, 6)
+	if _, err := io.ReadFull(stdout, line); err != nil || string(line) != "ready\n" {
+		stop()
+		return nil, fmt.Errorf("the ring forwarder did not start: %v", err)
+	}
+	return stop, nil
+}
+
+// serveRing is the bare forwarder: per port, frames read from its RX ring go to the next port's
+// TX ring, one send per batch, untouched. No switch on these veths can be faster. It prints
+// "ready" once its sockets are open and runs until SIGTERM.
+func serveRing(sw []string) error {
+	stop, err := ringForward(sw)
+	if err != nil {
+		return err
+	}
+	fmt.Println("ready")
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	<-sig
+	stop()
+	return nil
+}
+
+func ringForward(sw []string) (func(), error) {
 	n := len(sw)
 	socks := make([]*afring.Socket, n)
 	for i, name := range sw {
