@@ -6,7 +6,7 @@
 #   switch   through the switch
 #   faults   through the reference switch with 5% loss, 5% duplication and 5% reordering (for the
 #            first FAULT_EPOCHS of the EPOCHS if given; default all 30)
-#   preempt  through the switch while a second job of higher priority (ina-worker) takes its slots
+#   preempt  through the switch while a second training job of higher priority takes its slots
 # then python/inapack/demo/report.py checks and plots them (build/train-demo/train-demo.png) and
 # prints a summary; exit status 1 if a check fails. Needs root. TRAIN_ARGS: extra training flags
 # (python -m inapack.demo.train -h).
@@ -56,9 +56,11 @@ run() { # NAME EPOCHS SWITCH [ina-demo flags...]
 run switch "$EPOCHS" "$SW" -job 1:4:1
 # A shorter run (FAULT_EPOCHS) must equal the start of the clean run, bit for bit.
 run faults "${FAULT_EPOCHS:-$EPOCHS}" ref -job 1:4:1 -loss 0.05 -dup 0.05 -reorder 0.05
-# Job 2 (priority 5) overlaps 8 of the training job's 12 slots; it runs synthetic all-reduces of
-# 256 chunks, each result checked exact, for about as long as the training.
-run preempt "$EPOCHS" "$SW" -job 1:4:1 -job 2:2:5 -size 16384 -iters "${PREEMPT_ITERS:-150}" -compute 1ms
+# Job 2 (priority 5, its slots overlapping 8 of the training job's 12) is a second training job
+# of 2 workers, checked the same way: started together and about as long (half the epochs of twice
+# the steps), it competes for the slots during the whole training.
+run preempt "$EPOCHS" "$SW" -job 1:4:1 -job 2:2:5 \
+  -exec "2=$(train $(((EPOCHS + 1) / 2))) --seed 2 --mode switch --out $OUT/preempt/job2"
 
 rc=0
 "$PY" -m inapack.demo.report --local "$OUT/local.json" --png "$OUT/train-demo.png" --faults faults --preempt preempt \

@@ -144,7 +144,7 @@ class Worker:
         if getattr(self, "_h", None) is not None:
             try:
                 self.close()
-            except _lib.InaError:
+            except Exception:  # noqa: BLE001 - at interpreter exit the library may be gone already
                 pass
 
 
