@@ -52,6 +52,8 @@ type Socket struct {
 	fd, wake  int             // the socket; an eventfd that Close writes to end a blocked Receive
 	file      *os.File        // fd registered with Go's network poller (nil when Blocking)
 	raw       syscall.RawConn // file's, for waiting on the rings
+	rxWait    *pollWait       // used under rxMu
+	txWait    *pollWait       // used under txMu
 	ifi       *net.Interface
 	mem       []byte
 	frameSize int
@@ -166,6 +168,7 @@ func (s *Socket) setup(cfg Config) error {
 		if s.raw, err = s.file.SyscallConn(); err != nil {
 			return err
 		}
+		s.rxWait, s.txWait = newPollWait(s, unix.POLLIN), newPollWait(s, unix.POLLOUT)
 	}
 	return nil
 }

@@ -57,22 +57,14 @@ func (s *Socket) wait(events int16, timeout time.Duration) error {
 		dl = time.Now().Add(timeout)
 	}
 	var err error
-	first := true
-	// The first call of the callback only arms the poller (it reports "not ready"), so an
-	// event that arrives after the caller's last look at the ring is not missed.
-	ready := func(uintptr) bool {
-		if first {
-			first = false
-			return s.ready(events)
-		}
-		return true
-	}
 	if events == unix.POLLIN {
 		_ = s.file.SetReadDeadline(dl)
-		err = s.raw.Read(ready)
+		s.rxWait.first = true
+		err = s.raw.Read(s.rxWait.fn)
 	} else {
 		_ = s.file.SetWriteDeadline(dl)
-		err = s.raw.Write(ready)
+		s.txWait.first = true
+		err = s.raw.Write(s.txWait.fn)
 	}
 	switch {
 	case s.closed.Load():
@@ -81,6 +73,27 @@ func (s *Socket) wait(events int16, timeout time.Duration) error {
 		return nil
 	}
 	return err
+}
+
+// pollWait is the callback RawConn.Read/Write call: made once per direction, so waiting allocates
+// nothing. The runtime arms the poller before the first call, which looks at the ring once more:
+// a frame (or free slot) that came after the caller's last look is not missed, and the wait ends
+// at once. Later calls come after the poller reported the socket ready.
+type pollWait struct {
+	first bool
+	fn    func(uintptr) bool
+}
+
+func newPollWait(s *Socket, events int16) *pollWait {
+	w := &pollWait{}
+	w.fn = func(uintptr) bool {
+		if w.first {
+			w.first = false
+			return s.ready(events)
+		}
+		return true
+	}
+	return w
 }
 
 // ready reports whether the ring already has what events waits for.
