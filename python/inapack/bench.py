@@ -5,7 +5,7 @@ rank in its own thread; and the fixed cost of one call from Python. Prints a tab
 ratio is the number to quote. The in-process PS is the fastest transport there is, so the ratio is
 an upper bound of the overhead through a real switch.
 
-    python -m inapack.bench [--workers 1] [--mib 1] [--iters 20] [--rounds 7]
+    python -m inapack.bench [--workers 1] [--mib 1] [--iters 5] [--rounds 31]
 
 One worker by default: in a real job each rank is its own process, while here ranks are threads of
 one process and their Python halves take turns on the GIL, which on a busy machine adds scheduling
@@ -65,8 +65,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description="all-reduce time per MiB from Python vs from Go, same run")
     ap.add_argument("--workers", type=int, default=1, help="ranks, one thread each")
     ap.add_argument("--mib", type=float, default=1.0, help="tensor size")
-    ap.add_argument("--iters", type=int, default=20, help="all-reduces per measurement")
-    ap.add_argument("--rounds", type=int, default=7, help="interleaved Go/Python measurements (pairs)")
+    ap.add_argument("--iters", type=int, default=5, help="all-reduces per measurement")
+    ap.add_argument("--rounds", type=int, default=31,
+                    help="interleaved Go/Python measurement pairs (many short ones: the best of each filters the "
+                         "machine's load out)")
     a = ap.parse_args(argv)
     n = int(a.mib * (1 << 20)) // 4
     mib = n * 4 / (1 << 20)
