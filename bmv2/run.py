@@ -35,6 +35,10 @@ class UserError(Exception):
     """Something the user can fix: printed as one message, never as a traceback."""
 
 
+class Stopped(Exception):
+    """SIGTERM, from make stop: leave through the same clean-up as exit or Ctrl-D."""
+
+
 def say(msg):
     print("*** " + msg, flush=True)
 
@@ -250,6 +254,9 @@ def main():
     except (UserError, owned.OwnedError) as e:
         print("run: %s" % e, file=sys.stderr)
         return 1
+    except Stopped:
+        say("stopped (make stop)")
+        return 0
     except KeyboardInterrupt:
         return 130
 
@@ -320,8 +327,10 @@ def run(args):
                 opts.update(link_shaping(link))
                 self.addLink(a, b, **opts)
 
-    # make stop sends SIGTERM: leave through the same clean-up as exit or Ctrl-D.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    def stopped(*_):
+        raise Stopped()
+
+    signal.signal(signal.SIGTERM, stopped)
     setLogLevel("info")
     net = ctl = None
     try:
