@@ -86,7 +86,7 @@ class INASwitch(Switch):
         owned.record_proc(self.name, self.proc.pid)
         if not wait_listening(self.grpc_port, self.proc):
             error("*** %s did not open %s; see %s/%s.log\n" % (self.name, self.grpc_addr, self.log_dir, self.name))
-            raise RuntimeError("%s failed to start" % self.name)
+            raise RuntimeError("%s did not start; see %s/%s.log" % (self.name, self.log_dir, self.name))
 
     def stop(self, deleteIntfs=True):
         if self.proc and self.proc.poll() is None:
