@@ -3,8 +3,9 @@
 //
 // Every function returns a status (0 ok, else one of the INAPACK_E* codes of status.h) and copies
 // the Go error's text, NUL-terminated, into the caller's err buffer. Tensors are the caller's
-// memory, used in place for the duration of the call and never kept. Calls on one worker are serialised.
-// It needs cgo (a C compiler); without one, the whole package drops out of ./... builds and tests.
+// memory, used in place for the duration of the call and never kept. Calls on one worker are
+// serialised. It needs cgo (a C compiler); without one, the package drops out of ./... builds and
+// tests.
 package main
 
 // #include "status.h"
