@@ -129,5 +129,14 @@ row "PS merge, 8 workers, no INA ($allocs allocs/op)" "$merge GB/s (CPU)" "copy(
   for n in "${notes[@]}"; do echo "$n"; done
 } | tee "$out/table.txt"
 if [ -n "${BENCH_OUT:-}" ]; then
-  { echo '```'; cat "$out/table.txt"; echo '```'; } >"$BENCH_OUT"
+  {
+    echo "# make bench"
+    echo
+    echo "Written by \`BENCH_OUT=$BENCH_OUT make bench\` (\`scripts/bench.sh\` says what each row measures and"
+    echo "how). One run on a machine shared with other work: its first line says how busy it was."
+    echo
+    echo '```'
+    cat "$out/table.txt"
+    echo '```'
+  } >"$BENCH_OUT"
 fi
