@@ -11,7 +11,7 @@ export SWITCH BUILD GO
 # ip, sysctl and Mininet's tools live in sbin, which a sudo user's PATH (sudo env "PATH=$PATH") lacks.
 export PATH := $(PATH):/usr/local/sbin:/usr/sbin:/sbin
 
-.PHONY: all build test demo p4 p4-tna ptf bench bench-placement evaluation run stop clean cluster-demo pylib train-demo bench-python
+.PHONY: all build test demo p4 p4-tna ptf bench bench-placement evaluation run stop clean cluster-demo pylib train-demo bench-python validate
 
 all: build
 
@@ -47,6 +47,14 @@ train-demo:
 # All-reduce time per MiB from Python vs from Go, same run (python -m inapack.bench).
 bench-python: pylib
 	@PYTHONPATH=python INAPACK_LIB=$(BUILD)/lib/libinapack.so "$$(scripts/pyenv.sh)" -m inapack.bench
+
+# Job mixes on fixed placements through the scheduler on an emulated cluster: measured throughput
+# and JCT against the estimator's and the simulator's predictions (root). MIXES per switch
+# setting (3 settings; default 8); DOC= (empty) leaves the report unwritten.
+MIXES ?= 8
+DOC   ?= docs/validation$(if $(filter bmv2,$(SWITCH)),-bmv2).md
+validate: build
+	@$(BUILD)/bin/ina-cluster validate --bin $(BUILD)/bin --dir $(BUILD)/validate --mixes $(MIXES) $(if $(DOC),--doc $(DOC))
 
 p4:
 	@scripts/p4.sh v1model

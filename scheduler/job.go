@@ -29,6 +29,25 @@ type Submission struct {
 	// PriorityClass 0..7 (default 0): higher classes are admitted first and always win aggregator
 	// slots over lower ones; within a class the policy's ESA priority decides.
 	PriorityClass int `json:"priority_class,omitempty"`
+	// Pin, if set, fixes the placement instead of asking the policy (experiments such as make
+	// validate, or an operator's choice); the job waits until its hosts have the GPUs free.
+	Pin *Pin `json:"pin,omitempty"`
+}
+
+// Pin is a placement given with a submission.
+type Pin struct {
+	Workers []PinnedWorker `json:"workers"`
+	PS      string         `json:"ps"`
+	// INA defaults to true; Priority (the ESA priority 0..255 before the class band) to the size
+	// rule every policy uses.
+	INA      *bool `json:"ina,omitempty"`
+	Priority *int  `json:"priority,omitempty"`
+}
+
+// PinnedWorker is one worker of a pinned placement.
+type PinnedWorker struct {
+	Host string `json:"host"`
+	GPUs int    `json:"gpus"`
 }
 
 // ModelSpec is a model profile, named or inline.
@@ -101,6 +120,7 @@ func (s State) Final() bool { return s == Completed || s == Failed || s == Cance
 type Job struct {
 	ID            int           `json:"id"`
 	Name          string        `json:"name,omitempty"`
+	Pin           *Pin          `json:"pin,omitempty"`
 	GPUs          int           `json:"gpus"`
 	Model         netpack.Model `json:"model"`
 	Iterations    int           `json:"iterations"`

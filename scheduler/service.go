@@ -152,9 +152,14 @@ func (s *Service) Submit(sub Submission) (Job, error) {
 	case len(sub.Name) > 256:
 		return Job{}, errors.New("name: longer than 256 bytes")
 	}
+	if sub.Pin != nil {
+		if _, err := s.pinned(&Job{ID: 0, GPUs: sub.GPUs, Model: m, Iterations: sub.Iterations, Pin: sub.Pin}); err != nil {
+			return Job{}, err
+		}
+	}
 	s.mu.Lock()
 	j := &Job{ID: s.nextID, Name: sub.Name, GPUs: sub.GPUs, Model: m, Iterations: sub.Iterations,
-		PriorityClass: sub.PriorityClass, State: Queued, Submitted: time.Now()}
+		PriorityClass: sub.PriorityClass, Pin: sub.Pin, State: Queued, Submitted: time.Now()}
 	s.nextID++
 	s.jobs = append(s.jobs, j)
 	s.byID[j.ID] = j
@@ -262,9 +267,22 @@ func (s *Service) loop() {
 func (s *Service) schedule() {
 	s.mu.Lock()
 	var waiting []*Job
+	var started []*Job
 	for _, j := range s.jobs {
-		if j.State == Queued {
+		if j.State != Queued {
+			continue
+		}
+		if j.Pin == nil {
 			waiting = append(waiting, j)
+			continue
+		}
+		// A pinned job starts as soon as its hosts have the GPUs, in submission order.
+		if p, err := s.pinned(j); err == nil && s.fits(p) {
+			if err := s.placeLocked(j, p); err != nil {
+				s.endLocked(j, Failed, err.Error())
+				continue
+			}
+			started = append(started, j)
 		}
 	}
 	// Higher classes first; FIFO within a class (the sort is stable).
@@ -273,7 +291,6 @@ func (s *Service) schedule() {
 	for i, j := range waiting {
 		nj[i] = j.netpackJob()
 	}
-	var started []*Job
 	if len(waiting) > 0 {
 		for _, p := range s.eng.schedule(nj) {
 			id, _ := strconv.Atoi(p.Job.ID)
@@ -284,9 +301,9 @@ func (s *Service) schedule() {
 			}
 			started = append(started, j)
 		}
-		if len(started) > 0 {
-			s.logSaveErr(s.saveLocked())
-		}
+	}
+	if len(started) > 0 {
+		s.logSaveErr(s.saveLocked())
 	}
 	s.mu.Unlock()
 	for _, j := range started {
@@ -300,7 +317,11 @@ func (s *Service) placeLocked(j *Job, p netpack.Placement) error {
 	if err := s.eng.start(p); err != nil {
 		return err
 	}
-	pl := &Placement{Policy: s.cfg.Policy, PS: c.Hosts[p.PS], INA: p.INA, PriorityCap: priorityCap(j.PriorityClass, p.Priority),
+	policy := s.cfg.Policy
+	if j.Pin != nil {
+		policy = "pinned"
+	}
+	pl := &Placement{Policy: policy, PS: c.Hosts[p.PS], INA: p.INA, PriorityCap: priorityCap(j.PriorityClass, p.Priority),
 		PolicyPriority: int(p.Priority), Window: s.cfg.Window}
 	// Remote workers take ranks 0..n-2 in machine order; the worker on the PS's machine, if any,
 	// is last: it talks to the PS inside the host and has no switch port.
@@ -345,6 +366,50 @@ func (s *Service) placeLocked(j *Job, p netpack.Placement) error {
 	s.log.Info("job placed", "job", j.ID, "policy", pl.Policy, "ps", pl.PS, "workers", hostsOf(pl), "ina", pl.INA,
 		"priority_cap", pl.PriorityCap, "switch_job", pl.SwitchJob, "slots", fmt.Sprintf("%d+%d", pl.SlotBase, pl.Window))
 	return nil
+}
+
+// pinned is a pinned job's placement, checked against the cluster.
+func (s *Service) pinned(j *Job) (netpack.Placement, error) {
+	c := s.cfg.Cluster
+	pin := j.Pin
+	nj := j.netpackJob()
+	p := netpack.Placement{Job: nj, INA: pin.INA == nil || *pin.INA, Priority: netpack.PriorityBySize.Of(nj)}
+	if pin.Priority != nil {
+		if *pin.Priority < 0 || *pin.Priority > 255 {
+			return p, fmt.Errorf("pin: priority %d: want 0..255", *pin.Priority)
+		}
+		p.Priority = uint8(*pin.Priority)
+	}
+	ps, ok := c.Machine(pin.PS)
+	if !ok {
+		return p, fmt.Errorf("pin: PS host %q is not a machine of the cluster", pin.PS)
+	}
+	p.PS = ps
+	for _, w := range pin.Workers {
+		m, ok := c.Machine(w.Host)
+		if !ok {
+			return p, fmt.Errorf("pin: worker host %q is not a machine of the cluster", w.Host)
+		}
+		if w.GPUs < 1 || w.GPUs > c.Model.Machines[m].GPUs {
+			return p, fmt.Errorf("pin: %d GPUs on %s, which has %d", w.GPUs, w.Host, c.Model.Machines[m].GPUs)
+		}
+		p.Workers = append(p.Workers, netpack.Worker{Machine: m, GPUs: w.GPUs})
+	}
+	slices.SortFunc(p.Workers, func(a, b netpack.Worker) int { return int(a.Machine) - int(b.Machine) })
+	if err := p.Validate(c.Model); err != nil {
+		return p, fmt.Errorf("pin: %w", err)
+	}
+	return p, nil
+}
+
+// fits reports whether every machine of p has the GPUs free now.
+func (s *Service) fits(p netpack.Placement) bool {
+	for _, w := range p.Workers {
+		if s.eng.freeGPUs(w.Machine) < w.GPUs {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Service) machineOf(host string) netpack.MachineID {

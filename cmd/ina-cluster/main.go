@@ -13,6 +13,8 @@ const usage = `ina-cluster: the scheduler on an emulated cluster (needs root)
 
   ina-cluster demo     [--topology T] [--trace F] [--policies netpack,gpu-balance] [--switch auto]
                        replay a trace through the scheduler under each policy; JCTs beside the simulator's
+  ina-cluster validate [--mixes 8] [--doc docs/validation.md] [--from results.json]
+                       job mixes on fixed placements: measured throughput and JCT against predictions
 `
 
 func main() {
@@ -24,6 +26,8 @@ func main() {
 	switch os.Args[1] {
 	case "demo":
 		err = cmdDemo(os.Args[2:])
+	case "validate":
+		err = cmdValidate(os.Args[2:])
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 		return

@@ -1,8 +1,14 @@
 package main
 
-// This file is the demo's one contact with the simulator.
+// This file is the one contact of demo and validate with the simulator and the estimator.
 
 import (
+	"math"
+	"slices"
+	"time"
+
+	cp "github.com/inapack/inapack/controlplane"
+	"github.com/inapack/inapack/controlplane/topology"
 	"github.com/inapack/inapack/netpack"
 	"github.com/inapack/inapack/scheduler"
 	"github.com/inapack/inapack/sim"
@@ -34,4 +40,109 @@ func predictJCT(c *scheduler.Cluster, policy string, trace []scheduler.TraceJob)
 		out[j.ID] = j.JCT()
 	}
 	return out, nil
+}
+
+// predict fills every job's estimated throughput and JCT: NetPack's equilibrium (the estimator),
+// re-read at every completion as the fluid model runs the mix to its end, on the topology with the
+// calibrated link rates and slot hold times.
+func predict(res *results) error {
+	topo, err := topology.Load(res.Topology)
+	if err != nil {
+		return err
+	}
+	cal := res.Calibration
+	byName := map[string]*jobResult{}
+	for i := range res.Jobs {
+		byName[res.Jobs[i].Job] = &res.Jobs[i]
+	}
+	for _, g := range defaultGroups {
+		slots := g.Slots
+		topo.INA.Settings = &cp.Settings{ActiveSlots: &slots}
+		sm := sim.SlotModel{Policy: sim.SlotPolicy(g.Release), SkewFrac: sim.DefaultSlotModel().SkewFrac, PSSec: sim.DefaultSlotModel().PSSec,
+			NoPreempt: !g.Preempt}
+		hold := time.Duration(sm.HoldSec(cal.RTTSec) * float64(time.Second))
+		c, err := scheduler.NewCluster(topo, scheduler.ClusterParams{RTT: hold})
+		if err != nil {
+			return err
+		}
+		for i := range c.Model.Machines {
+			c.Model.Machines[i].NICGbps *= cal.LinkEfficiency
+		}
+		for i := range c.Model.Racks {
+			c.Model.Racks[i].UplinkGbps *= cal.LinkEfficiency
+		}
+		c.Model.CoreGbps *= cal.LinkEfficiency
+		for _, m := range res.Mixes {
+			if m.Group != g.Name {
+				continue
+			}
+			var ps []netpack.Placement
+			for _, mj := range m.Jobs {
+				md := netpack.Model{Name: "synthetic", GradientBytes: float64(mj.Bytes), ComputeSec: mj.ComputeSec, ForwardSec: mj.ComputeSec}
+				p := netpack.Placement{Job: &netpack.Job{ID: mj.Name, GPUs: len(mj.Workers), Model: md, Iterations: mj.Iterations},
+					INA: mj.INA, Priority: uint8(mj.Priority)}
+				p.PS, _ = c.Machine(mj.PS)
+				for _, w := range mj.Workers {
+					mid, _ := c.Machine(w)
+					p.Workers = append(p.Workers, netpack.Worker{Machine: mid, GPUs: 1})
+				}
+				slices.SortFunc(p.Workers, func(a, b netpack.Worker) int { return int(a.Machine) - int(b.Machine) })
+				ps = append(ps, p)
+			}
+			for id, o := range fluidRun(c.Model, ps, sm.Sharing()) {
+				if r := byName[id]; r != nil {
+					r.EstimatedMbps, r.EstimatedJCT = o.mbps, o.jct
+				}
+			}
+		}
+	}
+	return nil
+}
+
+type outcome struct{ mbps, jct float64 }
+
+// fluidRun runs jobs started together at the estimator's rates, re-estimated whenever one ends:
+// each job's all-reduce goodput (gradient bits over time spent all-reducing) and completion time.
+func fluidRun(c *netpack.Cluster, ps []netpack.Placement, sharing netpack.Sharing) map[string]outcome {
+	left := map[string]float64{}
+	comm := map[string]float64{}
+	for _, p := range ps {
+		left[p.Job.ID] = float64(p.Job.Iterations)
+	}
+	out := map[string]outcome{}
+	now := 0.0
+	running := slices.Clone(ps)
+	for len(running) > 0 {
+		rates := netpack.EstimateSharing(c, running, netpack.Joint, sharing)
+		dt := math.Inf(1)
+		for i, p := range running {
+			if ips := p.Job.Model.IterPerSec(rates[i].FlowBps); ips > 0 {
+				dt = min(dt, left[p.Job.ID]/ips)
+			}
+		}
+		if math.IsInf(dt, 1) {
+			for _, p := range running {
+				out[p.Job.ID] = outcome{0, math.Inf(1)}
+			}
+			break
+		}
+		now += dt
+		var next []netpack.Placement
+		for i, p := range running {
+			m := &p.Job.Model
+			ips := m.IterPerSec(rates[i].FlowBps)
+			done := ips * dt
+			left[p.Job.ID] -= done
+			if rates[i].FlowBps > 0 {
+				comm[p.Job.ID] += done * m.GradientBytes / rates[i].FlowBps
+			}
+			if left[p.Job.ID] <= 1e-9 {
+				out[p.Job.ID] = outcome{float64(p.Job.Iterations) * m.GradientBytes * 8 / comm[p.Job.ID] / 1e6, now}
+				continue
+			}
+			next = append(next, p)
+		}
+		running = next
+	}
+	return out
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -72,23 +71,5 @@ func cmdExtender(args []string) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	log.Info("extender listening", "address", lis.Addr().String(), "tls", *tlsCert != "", "policy", *policy)
-	errc := make(chan error, 1)
-	go func() {
-		if *tlsCert != "" {
-			errc <- srv.ServeTLS(lis, *tlsCert, *tlsKey)
-		} else {
-			errc <- srv.Serve(lis)
-		}
-	}()
-	select {
-	case <-ctx.Done():
-	case err = <-errc:
-	}
-	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-	srv.Shutdown(sctx)
-	scancel()
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
-	return err
+	return serveUntilDone(ctx, srv, lis, *tlsCert, *tlsKey)
 }

@@ -67,7 +67,10 @@ func cmdServe(args []string) error {
 	if err != nil {
 		return err
 	}
-	useTLS := *tlsCert != "" && *tlsKey != ""
+	if (*tlsCert == "") != (*tlsKey == "") {
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	useTLS := *tlsCert != ""
 	if err := api.CheckExposure(*listen, token, useTLS); err != nil {
 		return err
 	}
@@ -108,14 +111,22 @@ func cmdServe(args []string) error {
 	srv := &http.Server{Handler: scheduler.Handler(svc, token, log), ReadHeaderTimeout: 10 * time.Second}
 	log.Info("scheduler listening", "address", lis.Addr().String(), "tls", useTLS, "policy", *policy,
 		"machines", len(cluster.Hosts), "gpus", cluster.Model.TotalGPUs())
+	// Agents keep running after this returns: a restarted scheduler re-attaches to them.
+	return serveUntilDone(ctx, srv, lis, *tlsCert, *tlsKey)
+}
+
+// serveUntilDone serves on lis (TLS when cert is set) until ctx ends or serving fails, then shuts
+// the server down.
+func serveUntilDone(ctx context.Context, srv *http.Server, lis net.Listener, cert, key string) error {
 	errc := make(chan error, 1)
 	go func() {
-		if useTLS {
-			errc <- srv.ServeTLS(lis, *tlsCert, *tlsKey)
+		if cert != "" {
+			errc <- srv.ServeTLS(lis, cert, key)
 		} else {
 			errc <- srv.Serve(lis)
 		}
 	}()
+	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-errc:
@@ -126,6 +137,5 @@ func cmdServe(args []string) error {
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
-	// Agents keep running: a restarted scheduler re-attaches to them.
 	return err
 }

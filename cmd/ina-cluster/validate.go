@@ -1,0 +1,316 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	cp "github.com/inapack/inapack/controlplane"
+	"github.com/inapack/inapack/controlplane/api"
+	"github.com/inapack/inapack/controlplane/topology"
+	"github.com/inapack/inapack/emu"
+	"github.com/inapack/inapack/p4src/wire"
+	"github.com/inapack/inapack/scheduler"
+)
+
+// results is what validate measured and predicted (build/validate/results.json).
+type results struct {
+	Switch      string      `json:"switch"`
+	Topology    string      `json:"topology"`
+	Window      int         `json:"window"`
+	Calibration calibration `json:"calibration"`
+	Mixes       []mix       `json:"mixes"`
+	Jobs        []jobResult `json:"jobs"`
+}
+
+// calibration is what one lone job measured, turned into the model's inputs: every link's
+// usable share of its rate, and the chunk round trip slots are held for.
+type calibration struct {
+	Job          string  `json:"job"`
+	MeasuredMbps float64 `json:"measured_mbps"`
+	LinkMbps     float64 `json:"link_mbps"`
+	// LinkEfficiency scales every link rate: goodput a lone stream gets per Mbit/s of link.
+	LinkEfficiency float64 `json:"link_efficiency"`
+	// RTTSec is the lone job's chunk round trip: window x chunk bytes / its goodput.
+	RTTSec float64 `json:"rtt_s"`
+}
+
+// jobResult is one job of one mix: measured and predicted.
+type jobResult struct {
+	Mix, Job       string
+	Group          string
+	FanIn          int
+	CrossRack, INA bool
+	State          string
+	Exact          bool
+	MeasuredMbps   float64
+	MeasuredJCT    float64
+	EstimatedMbps  float64
+	EstimatedJCT   float64
+	SimulatedMbps  float64 `json:",omitempty"`
+	SimulatedJCT   float64 `json:",omitempty"`
+	Reason         string  `json:",omitempty"`
+}
+
+var defaultGroups = []group{
+	{Name: "esa-16", Release: "esa", Preempt: true, Slots: 16},
+	{Name: "atp-16", Release: "atp", Preempt: false, Slots: 16},
+	{Name: "esa-64", Release: "esa", Preempt: true, Slots: 64},
+}
+
+func cmdValidate(args []string) error {
+	fs := flag.NewFlagSet("validate", flag.ExitOnError)
+	cf := addClusterFlags(fs, "build/validate")
+	fs.Lookup("topology").DefValue = "scheduler/examples/validate-topology.json"
+	fs.Set("topology", "scheduler/examples/validate-topology.json")
+	perGroup := fs.Int("mixes", 8, "mixes per switch setting (three settings: ESA and ATP on 16 slots, ESA on 64)")
+	seed := fs.Uint64("seed", 1, "seed of the mixes")
+	doc := fs.String("doc", "", "write the report (Markdown) and its plots here, e.g. docs/validation.md")
+	from := fs.String("from", "", "predict and report from an earlier run's results.json instead of running")
+	fs.Set("window", "8")
+	fs.Parse(args)
+	var res *results
+	if *from != "" {
+		b, err := os.ReadFile(*from)
+		if err != nil {
+			return err
+		}
+		res = &results{}
+		if err := json.Unmarshal(b, res); err != nil {
+			return fmt.Errorf("%s: %w", *from, err)
+		}
+	} else {
+		if os.Geteuid() != 0 {
+			fmt.Println("SKIP: validate needs root (network namespaces, veth links, AF_PACKET): sudo make validate")
+			return nil
+		}
+		target, bmv2JSON, p4info, err := chooseSwitch(*cf.sw)
+		if err != nil {
+			return err
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		res, err = measure(ctx, cf, target, bmv2JSON, p4info, *seed, *perGroup)
+		if err != nil {
+			return err
+		}
+		b, _ := json.MarshalIndent(res, "", " ")
+		if err := os.WriteFile(filepath.Join(*cf.dir, "results.json"), b, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := predict(res); err != nil {
+		return err
+	}
+	rep := report(res)
+	fmt.Print(rep.text)
+	if *doc != "" {
+		if err := rep.write(*doc, res); err != nil {
+			return err
+		}
+		fmt.Printf("validate: report written to %s\n", *doc)
+	}
+	var bad []string
+	for _, j := range res.Jobs {
+		if j.State != string(scheduler.Completed) || !j.Exact {
+			bad = append(bad, fmt.Sprintf("%s %s: %s %s", j.Mix, j.Job, j.State, j.Reason))
+		}
+	}
+	if len(bad) > 0 {
+		fmt.Printf("validate: FAIL: %s\n", strings.Join(bad, "; "))
+		return errors.New("not every job completed exact")
+	}
+	fmt.Println("validate: OK")
+	return nil
+}
+
+// measure runs the calibration job and every mix, a cluster per switch setting.
+func measure(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info string, seed uint64, perGroup int) (*results, error) {
+	topo, err := topology.Load(*cf.topology)
+	if err != nil {
+		return nil, err
+	}
+	racks := hostRacks(topo)
+	gpus := topo.Hosts[racks[0][0]].GPUs
+	mixes := genMixes(seed, defaultGroups, perGroup, racks, gpus)
+	res := &results{Switch: target, Topology: *cf.topology, Window: *cf.window, Mixes: mixes}
+	fmt.Printf("validate: switch=%s topology=%s, %d mixes in %d switch settings, logs in %s\n", target, *cf.topology,
+		len(mixes), len(defaultGroups), *cf.dir)
+	for gi, g := range defaultGroups {
+		err := withGroup(ctx, cf, target, bmv2JSON, p4info, g, fmt.Sprintf("%s%d", *cf.prefix, gi), func(run func(m mix) ([]scheduler.Job, error)) error {
+			if gi == 0 {
+				lone := mixJob{Name: "calibration", Workers: racks[0][:2], PS: racks[0][2], INA: true, Iterations: 150,
+					Bytes: 65536, ComputeSec: 0.005}
+				jobs, err := run(mix{ID: -1, Group: g.Name, Jobs: []mixJob{lone}})
+				if err != nil {
+					return err
+				}
+				link := topo.Links[0].Mbps
+				j := jobs[0]
+				if j.State != scheduler.Completed || !(j.Progress.ThroughputMbps > 0) {
+					return fmt.Errorf("calibration job: %s %s", j.State, j.Reason)
+				}
+				res.Calibration = calibration{Job: "one job, 2 workers and its PS on one ToR, alone", MeasuredMbps: j.Progress.ThroughputMbps,
+					LinkMbps: link, LinkEfficiency: j.Progress.ThroughputMbps / link,
+					RTTSec: float64(*cf.window*wire.NumValues*4*8) / (j.Progress.ThroughputMbps * 1e6)}
+				fmt.Printf("validate: calibration: a lone job gets %.2f Mbit/s on %.0f Mbit/s links (efficiency %.3f), chunk round trip %.2f ms\n",
+					j.Progress.ThroughputMbps, link, res.Calibration.LinkEfficiency, res.Calibration.RTTSec*1e3)
+			}
+			for _, m := range mixes {
+				if m.Group != g.Name {
+					continue
+				}
+				jobs, err := run(m)
+				if err != nil {
+					return err
+				}
+				for i, mj := range m.Jobs {
+					j := jobs[i]
+					r := jobResult{Mix: fmt.Sprintf("m%02d", m.ID), Job: mj.Name, Group: g.Name, FanIn: len(mj.Workers),
+						CrossRack: crossRack(racks, mj.Workers), INA: mj.INA, State: string(j.State), Reason: j.Reason,
+						MeasuredMbps: j.Progress.ThroughputMbps, MeasuredJCT: j.JCTSec,
+						Exact: j.Progress.Wrong == 0 && j.Progress.Exact == mj.Iterations*len(mj.Workers)}
+					res.Jobs = append(res.Jobs, r)
+				}
+				fmt.Printf("validate: mix %02d (%s): %d jobs done\n", m.ID, g.Name, len(m.Jobs))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", g.Name, err)
+		}
+	}
+	return res, nil
+}
+
+// withGroup builds the emulated cluster with a group's switch settings and the scheduler service
+// on it, and hands f a function that runs one mix to the end.
+func withGroup(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info string, g group, prefix string,
+	f func(run func(m mix) ([]scheduler.Job, error)) error) error {
+	dir := filepath.Join(*cf.dir, g.Name)
+	_ = os.RemoveAll(dir)
+	settings := &cp.Settings{Preempt: &g.Preempt, Release: g.Release, ActiveSlots: &g.Slots}
+	cl, err := emu.Start(ctx, emu.Config{Topology: *cf.topology, Prefix: prefix, Switch: target, BMv2JSON: bmv2JSON,
+		P4Info: p4info, Bin: *cf.bin, Dir: dir, Settings: settings})
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	topo := *cl.Topo
+	topo.INA.Settings = settings
+	c, err := scheduler.NewCluster(&topo, scheduler.ClusterParams{RTT: *cf.rtt})
+	if err != nil {
+		return err
+	}
+	hosts := map[string]scheduler.HostAccess{}
+	for h, ns := range cl.Hosts {
+		hosts[h] = scheduler.HostAccess{Netns: ns.Netns, Iface: ns.Iface}
+	}
+	logf, err := os.Create(filepath.Join(dir, "scheduler.log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	svc, err := scheduler.New(scheduler.Config{Cluster: c, Hosts: hosts, Controller: api.NewClient(cl.API, ""), Bin: *cf.bin,
+		StateDir: filepath.Join(dir, "state"), Window: *cf.window, ProgressTimeout: 20 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(logf, nil))})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, j := range svc.Jobs() {
+			if !j.State.Final() {
+				_ = svc.Cancel(j.ID)
+			}
+		}
+		svc.Close()
+	}()
+	return f(func(m mix) ([]scheduler.Job, error) { return runMix(ctx, svc, m) })
+}
+
+// runMix submits a mix's jobs together and waits for all of them.
+func runMix(ctx context.Context, svc *scheduler.Service, m mix) ([]scheduler.Job, error) {
+	var ids []int
+	for _, mj := range m.Jobs {
+		j, err := svc.Submit(mj.submission())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", mj.Name, err)
+		}
+		ids = append(ids, j.ID)
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		var out []scheduler.Job
+		done := true
+		for _, id := range ids {
+			j, _ := svc.Job(id)
+			out = append(out, j)
+			done = done && j.State.Final()
+		}
+		if done {
+			return out, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("mix %d did not finish in 5 minutes", m.ID)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// hostRacks lists the GPU hosts under each switch, racks and hosts in name order.
+func hostRacks(t *topology.Topology) [][]string {
+	by := map[string][]string{}
+	for _, l := range t.Links {
+		for _, pair := range [][2]string{{l.A, l.B}, {l.B, l.A}} {
+			if h, ok := t.Hosts[pair[0]]; ok && h.GPUs > 0 {
+				sw, _, _ := t.ParseEndpoint(pair[1])
+				by[sw] = append(by[sw], pair[0])
+			}
+		}
+	}
+	var out [][]string
+	for _, sw := range slices.Sorted(maps.Keys(by)) {
+		hs := by[sw]
+		slices.SortFunc(hs, func(a, b string) int { return cmpHost(a, b) })
+		out = append(out, hs)
+	}
+	return out
+}
+
+// cmpHost orders h2 before h10.
+func cmpHost(a, b string) int {
+	if len(a) != len(b) {
+		return len(a) - len(b)
+	}
+	return strings.Compare(a, b)
+}
+
+func crossRack(racks [][]string, ws []string) bool {
+	for _, r := range racks {
+		in := 0
+		for _, w := range ws {
+			if slices.Contains(r, w) {
+				in++
+			}
+		}
+		if in == len(ws) {
+			return false
+		}
+	}
+	return true
+}
