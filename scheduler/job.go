@@ -183,6 +183,10 @@ type Progress struct {
 	// Exact counts worker-iterations whose result equalled the exact sum; Wrong those that did not.
 	Exact int `json:"exact"`
 	Wrong int `json:"wrong"`
+	// Sent and Resent are the workers' data packets and retransmissions (timeouts), summed; known
+	// once the workers end.
+	Sent   int `json:"sent"`
+	Resent int `json:"resent"`
 }
 
 // priorityCap maps a class and the policy's ESA priority to the switch's priority_cap: eight bands

@@ -25,15 +25,24 @@ func (s *Service) launch(id int) {
 	jc.Placement = &p
 	if err := s.startAgents(&jc); err != nil {
 		s.log.Warn("job failed to start", "job", id, "err", err)
+		s.mu.Lock()
+		delete(s.cancelling, id)
+		s.mu.Unlock()
 		s.teardown(id, Failed, "start: "+err.Error())
 		return
 	}
 	s.mu.Lock()
+	cancelled := s.cancelling[id]
+	delete(s.cancelling, id)
 	if j.State == Starting {
 		j.State = Running
 		s.logSaveErr(s.saveLocked())
 	}
 	s.mu.Unlock()
+	if cancelled {
+		s.teardown(id, Cancelled, "cancelled by request")
+		return
+	}
 	s.log.Info("job running", "job", id)
 }
 
@@ -175,7 +184,7 @@ func (s *Service) follow() {
 // observeLocked updates j's progress from its agents and returns a final state if it has one.
 func (s *Service) observeLocked(j *Job) (State, string) {
 	logs := s.logs[j.ID]
-	var iters, exact, wrong, done, workers int
+	var iters, exact, wrong, done, workers, sent, resent int
 	var mbps float64
 	var failure string
 	psDown := ""
@@ -204,6 +213,8 @@ func (s *Service) observeLocked(j *Job) (State, string) {
 				failure = fmt.Sprintf("%s failed: %v", p.label(), err)
 			}
 			mbps += atof(a.summary["goodput_mbps"])
+			sent += int(atof(a.summary["sent"]))
+			resent += int(atof(a.summary["resent"]))
 			done++
 		case !alive:
 			if failure == "" {
@@ -214,7 +225,8 @@ func (s *Service) observeLocked(j *Job) (State, string) {
 		}
 	}
 	if workers > 0 {
-		j.Progress = Progress{Iterations: iters, ThroughputMbps: mbps / float64(workers), Exact: exact, Wrong: wrong}
+		j.Progress = Progress{Iterations: iters, ThroughputMbps: mbps / float64(workers), Exact: exact, Wrong: wrong,
+			Sent: sent, Resent: resent}
 	}
 	switch {
 	case failure != "":
@@ -292,8 +304,9 @@ func (s *Service) teardown(id int, st State, reason string) {
 	}
 	s.mu.Lock()
 	s.endLocked(j, st, reason)
+	jct := j.JCTSec
 	s.mu.Unlock()
-	s.log.Info("job ended", "job", id, "state", st, "reason", reason, "jct_s", fmt.Sprintf("%.2f", j.JCTSec))
+	s.log.Info("job ended", "job", id, "state", st, "reason", reason, "jct_s", fmt.Sprintf("%.2f", jct))
 	s.poke()
 }
 

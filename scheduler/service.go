@@ -65,6 +65,8 @@ type Service struct {
 	eng    *engine
 	logs   map[int][]*agentLog // per running job, parallel to its Procs
 	ctlIDs map[int]bool        // switch job ids the controller had that are not ours
+	// cancelling holds jobs cancelled while starting: launch ends them once started.
+	cancelling map[int]bool
 
 	kick   chan struct{}
 	ctx    context.Context
@@ -99,7 +101,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{cfg: cfg, log: cfg.Logger, procs: newProcs(), byID: map[int]*Job{}, nextID: 1, eng: eng,
-		logs: map[int][]*agentLog{}, ctlIDs: map[int]bool{}, kick: make(chan struct{}, 1)}
+		logs: map[int][]*agentLog{}, ctlIDs: map[int]bool{}, cancelling: map[int]bool{}, kick: make(chan struct{}, 1)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.restore(); err != nil {
 		return nil, err
@@ -126,8 +128,8 @@ func New(cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// Close stops scheduling and following. Agents keep running: a new Service on the same StateDir
-// re-attaches to them.
+// Close stops scheduling and following, and waits for starts and teardowns under way. Agents keep
+// running: a new Service on the same StateDir re-attaches to them.
 func (s *Service) Close() {
 	s.cancel()
 	s.wg.Wait()
@@ -209,7 +211,12 @@ func (s *Service) Cancel(id int) error {
 		s.endLocked(j, Cancelled, "cancelled by request")
 		s.mu.Unlock()
 		return nil
-	case Starting, Running:
+	case Starting:
+		// launch is installing entries and starting agents; it tears the job down when done.
+		s.cancelling[j.ID] = true
+		s.mu.Unlock()
+		return nil
+	case Running:
 		s.mu.Unlock()
 		s.teardown(j.ID, Cancelled, "cancelled by request")
 		return nil
@@ -307,7 +314,8 @@ func (s *Service) schedule() {
 	}
 	s.mu.Unlock()
 	for _, j := range started {
-		go s.launch(j.ID)
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); s.launch(j.ID) }()
 	}
 }
 

@@ -86,7 +86,8 @@ func (s *Service) restore() error {
 	}
 	for _, id := range halfStarted {
 		s.byID[id].State = Running // so that teardown runs
-		go s.teardown(id, Failed, "the scheduler stopped while starting the job")
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); s.teardown(id, Failed, "the scheduler stopped while starting the job") }()
 	}
 	s.log.Info("scheduler state restored", "jobs", len(s.jobs), "next_id", s.nextID)
 	return nil

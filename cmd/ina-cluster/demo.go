@@ -79,15 +79,19 @@ func cmdDemo(args []string) error {
 		target, *cf.topology, len(cluster.Hosts), cluster.Model.TotalGPUs(), *tracePath, len(trace), *cf.dir)
 	var runs []*traceRun
 	var problems []string
+	var cal *calibration
 	for i, pol := range strings.Split(*policies, ",") {
 		rctx, cancel := context.WithTimeout(ctx, *timeout)
-		r, err := runTrace(rctx, cf, target, bmv2JSON, p4info, pol, fmt.Sprintf("%s%d", *cf.prefix, i), trace)
+		r, err := runTrace(rctx, cf, target, bmv2JSON, p4info, pol, fmt.Sprintf("%s%d", *cf.prefix, i), trace, cal == nil)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("%s: %w", pol, err)
 		}
+		if cal == nil {
+			cal = r.cal
+		}
 		problems = append(problems, r.problems...)
-		r.predicted, err = predictJCT(cluster, pol, trace)
+		r.predicted, err = predictJCT(topo, *cal, pol, trace)
 		if err != nil {
 			return fmt.Errorf("simulating %s: %w", pol, err)
 		}
@@ -105,14 +109,17 @@ func cmdDemo(args []string) error {
 // traceRun is one policy's run of the trace.
 type traceRun struct {
 	policy    string
+	cal       *calibration
 	jobs      map[string]scheduler.Job // by name
 	predicted map[string]float64       // simulator's JCT by name
 	problems  []string
 }
 
 // runTrace builds the emulated cluster, starts ina-scheduler serve on it and replays the trace
-// through its API, until every job ended.
-func runTrace(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info, policy, prefix string, trace []scheduler.TraceJob) (*traceRun, error) {
+// through its API, until every job ended; with calibrate, a lone job runs first to calibrate the
+// simulator's links and RTT (validate's calibration).
+func runTrace(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info, policy, prefix string, trace []scheduler.TraceJob,
+	calibrate bool) (*traceRun, error) {
 	dir := filepath.Join(*cf.dir, policy)
 	_ = os.RemoveAll(dir) // state of an earlier run must not be re-attached
 	cl, err := emu.Start(ctx, emu.Config{Topology: *cf.topology, Prefix: prefix, Switch: target, BMv2JSON: bmv2JSON,
@@ -154,6 +161,11 @@ func runTrace(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info, po
 	}
 	fmt.Printf("cluster-demo: %s: cluster up (%s switches, controller %s, scheduler %s)\n", policy, target, cl.API, listen)
 	r := &traceRun{policy: policy, jobs: map[string]scheduler.Job{}}
+	if calibrate {
+		if r.cal, err = runCalibration(ctx, c, cl.Topo, *cf.window); err != nil {
+			return nil, err
+		}
+	}
 	t0 := time.Now()
 	next := 0
 	ids := map[int]string{}
@@ -173,8 +185,10 @@ func runTrace(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info, po
 		}
 		counts := map[scheduler.State]int{}
 		for _, j := range jobs {
-			counts[j.State]++
-			r.jobs[ids[j.ID]] = j
+			if name, ok := ids[j.ID]; ok { // not the calibration job
+				counts[j.State]++
+				r.jobs[name] = j
+			}
 		}
 		final := counts[scheduler.Completed] + counts[scheduler.Failed] + counts[scheduler.Cancelled]
 		if time.Since(lastPrint) >= 5*time.Second || (next == len(trace) && final == len(trace)) {
@@ -205,6 +219,43 @@ func runTrace(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info, po
 		}
 	}
 	return r, nil
+}
+
+// runCalibration runs validate's lone calibration job on the first rack with three hosts.
+func runCalibration(ctx context.Context, c *scheduler.Client, topo *topology.Topology, window int) (*calibration, error) {
+	var rack []string
+	for _, r := range hostRacks(topo) {
+		if len(r) >= 3 {
+			rack = r
+			break
+		}
+	}
+	if rack == nil {
+		return nil, fmt.Errorf("calibration needs a rack of three hosts")
+	}
+	mj := calibrationJob(rack[:2], rack[2])
+	j, err := c.Submit(ctx, mj.submission())
+	if err != nil {
+		return nil, fmt.Errorf("calibration job: %w", err)
+	}
+	for !j.State.Final() {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+		if j, err = c.Job(ctx, j.ID); err != nil {
+			return nil, err
+		}
+	}
+	link := 1000.0 // scheduler.NewCluster's capacity for a link without a rate
+	for _, l := range topo.Links {
+		if (l.A == rack[0] || l.B == rack[0]) && l.Mbps > 0 {
+			link = l.Mbps
+		}
+	}
+	cal, err := calibrate(j, link, window)
+	return &cal, err
 }
 
 // printDemo prints each job's placement and JCT under each policy beside the simulator's JCT.

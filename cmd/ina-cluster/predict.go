@@ -3,6 +3,7 @@ package main
 // This file is the one contact of demo and validate with the simulator and the estimator.
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -10,14 +11,19 @@ import (
 	cp "github.com/inapack/inapack/controlplane"
 	"github.com/inapack/inapack/controlplane/topology"
 	"github.com/inapack/inapack/netpack"
+	"github.com/inapack/inapack/p4src/wire"
 	"github.com/inapack/inapack/scheduler"
 	"github.com/inapack/inapack/sim"
 )
 
-// predictJCT simulates the trace on the scheduler's model of the cluster under a policy and
-// returns each job's JCT by name. The simulator schedules every 0.25 s, as often as the service
-// looks at its queue.
-func predictJCT(c *scheduler.Cluster, policy string, trace []scheduler.TraceJob) (map[string]float64, error) {
+// predictJCT simulates the trace on the scheduler's model of the cluster (calibrated) under a
+// policy and returns each job's JCT by name. The simulator schedules every 0.25 s, as often as
+// the service looks at its queue.
+func predictJCT(topo *topology.Topology, cal calibration, policy string, trace []scheduler.TraceJob) (map[string]float64, error) {
+	c, err := calibratedCluster(topo, sim.DefaultSlotModel(), cal)
+	if err != nil {
+		return nil, err
+	}
 	pol, err := netpack.NewPolicy(policy, netpack.Options{})
 	if err != nil {
 		return nil, err
@@ -28,7 +34,8 @@ func predictJCT(c *scheduler.Cluster, policy string, trace []scheduler.TraceJob)
 		if err != nil {
 			return nil, err
 		}
-		jobs[i] = &netpack.Job{ID: tj.Name, GPUs: tj.GPUs, Model: m, Iterations: tj.Iterations, Submit: tj.SubmitSec}
+		jobs[i] = &netpack.Job{ID: tj.Name, GPUs: tj.GPUs, Model: windowed(m, cal.windowBps(cal.Window)), Iterations: tj.Iterations,
+			Submit: tj.SubmitSec}
 	}
 	// The physical cluster; sim.Network's defaults are ESA slots with preemption.
 	res, err := sim.Run(sim.Config{Cluster: c.Model, Policy: pol, Interval: 0.25}, jobs)
@@ -50,35 +57,31 @@ func predict(res *results) error {
 	if err != nil {
 		return err
 	}
-	cal := res.Calibration
 	byName := map[string]*jobResult{}
 	for i := range res.Jobs {
 		byName[res.Jobs[i].Job] = &res.Jobs[i]
 	}
 	for _, g := range defaultGroups {
+		cal, ok := res.Calibration[g.Name]
+		if !ok {
+			return fmt.Errorf("no calibration for %s", g.Name)
+		}
 		slots := g.Slots
 		topo.INA.Settings = &cp.Settings{ActiveSlots: &slots}
 		sm := sim.SlotModel{Policy: sim.SlotPolicy(g.Release), SkewFrac: sim.DefaultSlotModel().SkewFrac, PSSec: sim.DefaultSlotModel().PSSec,
 			NoPreempt: !g.Preempt}
-		hold := time.Duration(sm.HoldSec(cal.RTTSec) * float64(time.Second))
-		c, err := scheduler.NewCluster(topo, scheduler.ClusterParams{RTT: hold})
+		c, err := calibratedCluster(topo, sm, cal)
 		if err != nil {
 			return err
 		}
-		for i := range c.Model.Machines {
-			c.Model.Machines[i].NICGbps *= cal.LinkEfficiency
-		}
-		for i := range c.Model.Racks {
-			c.Model.Racks[i].UplinkGbps *= cal.LinkEfficiency
-		}
-		c.Model.CoreGbps *= cal.LinkEfficiency
 		for _, m := range res.Mixes {
 			if m.Group != g.Name {
 				continue
 			}
 			var ps []netpack.Placement
 			for _, mj := range m.Jobs {
-				md := netpack.Model{Name: "synthetic", GradientBytes: float64(mj.Bytes), ComputeSec: mj.ComputeSec, ForwardSec: mj.ComputeSec}
+				md := windowed(netpack.Model{Name: "synthetic", GradientBytes: float64(mj.Bytes), ComputeSec: mj.ComputeSec},
+					cal.windowBps(res.Window))
 				p := netpack.Placement{Job: &netpack.Job{ID: mj.Name, GPUs: len(mj.Workers), Model: md, Iterations: mj.Iterations},
 					INA: mj.INA, Priority: uint8(mj.Priority)}
 				p.PS, _ = c.Machine(mj.PS)
@@ -97,6 +100,36 @@ func predict(res *results) error {
 		}
 	}
 	return nil
+}
+
+// calibratedCluster is NetPack's model of topo for predictions: link rates in gradient bytes (a
+// frame of wire.FrameLen carries chunkBytes), slots held for the slot model's hold time at the
+// calibrated RTT.
+func calibratedCluster(topo *topology.Topology, sm sim.SlotModel, cal calibration) (*scheduler.Cluster, error) {
+	hold := time.Duration(sm.HoldSec(cal.RTTSec) * float64(time.Second))
+	c, err := scheduler.NewCluster(topo, scheduler.ClusterParams{RTT: hold})
+	if err != nil {
+		return nil, err
+	}
+	payload := float64(chunkBytes) / wire.FrameLen
+	for i := range c.Model.Machines {
+		c.Model.Machines[i].NICGbps *= payload
+	}
+	for i := range c.Model.Racks {
+		c.Model.Racks[i].UplinkGbps *= payload
+	}
+	c.Model.CoreGbps *= payload
+	return c, nil
+}
+
+// windowed is m as the agents run it: compute, then an all-reduce that moves at most windowBps
+// (the window's chunks per round trip). As a model without overlap whose all-reduce can take no
+// less than G/windowBps, its demand is windowBps, so the estimator caps the job's flow there and
+// hands what it leaves to the others, and an iteration takes compute + G/min(flow, windowBps).
+func windowed(m netpack.Model, windowBps float64) netpack.Model {
+	m.ForwardSec = m.ComputeSec
+	m.ComputeSec += m.GradientBytes / windowBps
+	return m
 }
 
 type outcome struct{ mbps, jct float64 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -64,9 +65,12 @@ func report(res *results) validation {
 		}
 	}
 	tw.Flush()
-	c := res.Calibration
-	fmt.Fprintf(&b, "calibration (%s): %.2f Mbit/s on %.0f Mbit/s links: link efficiency %.3f, chunk round trip %.2f ms\n",
-		c.Job, c.MeasuredMbps, c.LinkMbps, c.LinkEfficiency, c.RTTSec*1e3)
+	for _, g := range defaultGroups {
+		if c, ok := res.Calibration[g.Name]; ok {
+			fmt.Fprintf(&b, "calibration %s (%s): %.2f Mbit/s on %.0f Mbit/s links: chunk round trip %.2f ms at a window of %d\n",
+				g.Name, c.Job, c.MeasuredMbps, c.LinkMbps, c.RTTSec*1e3, c.Window)
+		}
+	}
 	for i := range fits {
 		f := &fits[i]
 		f.r, f.mape = pearson(f.measured, f.pred), mape(f.measured, f.pred)
@@ -74,6 +78,42 @@ func report(res *results) validation {
 			len(f.measured), len(res.Mixes))
 	}
 	return validation{text: b.String(), fits: fits}
+}
+
+// breakdown is the median ratio of estimated to measured throughput by kind of job, which says
+// where the model and the packets part ways.
+func breakdown(res *results) string {
+	type key struct {
+		ina  bool
+		wide bool
+	}
+	ratios := map[key][]float64{}
+	resent := map[key][]float64{}
+	for _, j := range res.Jobs {
+		if j.State == "completed" && j.MeasuredMbps > 0 {
+			k := key{j.INA, j.FanIn > 5}
+			ratios[k] = append(ratios[k], j.EstimatedMbps/j.MeasuredMbps)
+			resent[k] = append(resent[k], j.ResentPct)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("Median estimated / measured throughput, and the workers' retransmissions (% of data packets), by kind of job:\n\n" +
+		"| INA | fan-in | jobs | median ratio | median resent % |\n|---|---|---:|---:|---:|\n")
+	for _, k := range []key{{false, false}, {false, true}, {true, false}, {true, true}} {
+		r := ratios[k]
+		if len(r) == 0 {
+			continue
+		}
+		slices.Sort(r)
+		fan := "2-5"
+		if k.wide {
+			fan = "6-8"
+		}
+		rs := resent[k]
+		slices.Sort(rs)
+		fmt.Fprintf(&b, "| %v | %s | %d | %.2f | %.1f |\n", k.ina, fan, len(r), r[len(r)/2], rs[len(rs)/2])
+	}
+	return b.String() + "\n"
 }
 
 func optional(v float64) string {
@@ -95,16 +135,33 @@ func (v validation) write(path string, res *results) error {
 		"each job has a window of %d slots, so 16 slots bind from two jobs on a ToR. Every all-reduce was checked exact. "+
 		"Each job's all-reduce goodput (tensor bits over time spent all-reducing, per worker) and JCT are compared with "+
 		"the predictions for the same mix.\n\n", len(res.Mixes), res.Topology, res.Switch, res.Window)
-	c := res.Calibration
-	fmt.Fprintf(&b, "Calibration, once, from one lone job (%s), never per mix: it got %.2f Mbit/s on %.0f Mbit/s links, so every "+
-		"link's rate is scaled by %.3f, and its chunk round trip (window x chunk / goodput) %.2f ms is the RTT the slot hold "+
-		"time derives from (ESA: half an RTT of skew; ATP: skew + RTT + PS time, the simulator's slot model).\n\n",
-		c.Job, c.MeasuredMbps, c.LinkMbps, c.LinkEfficiency, c.RTTSec*1e3)
+	b.WriteString("Calibration, once per switch setting when its cluster comes up, never per mix: one lone job (2 workers and " +
+		"its PS on one ToR) is held back by its window, not a link, so its chunk round trip is window x 256 B / goodput. That " +
+		"RTT is the one calibrated input: it caps every job at window x 256 B / RTT and sets the slot hold time (ESA: half an " +
+		"RTT of skew; ATP: skew + RTT + PS time, the simulator's slot model). Links carry 256 B of gradient per 314 B frame.\n\n" +
+		"| setting | lone job Mbit/s | link Mbit/s | RTT ms |\n|---|---:|---:|---:|\n")
+	for _, g := range defaultGroups {
+		if c, ok := res.Calibration[g.Name]; ok {
+			fmt.Fprintf(&b, "| %s | %.2f | %.0f | %.2f |\n", g.Name, c.MeasuredMbps, c.LinkMbps, c.RTTSec*1e3)
+		}
+	}
+	b.WriteString("\n")
 	b.WriteString("| prediction | Pearson r | mean abs. % error | jobs |\n|---|---:|---:|---:|\n")
 	for _, f := range v.fits {
 		fmt.Fprintf(&b, "| %s | %.3f | %.1f%% | %d |\n", f.name, f.r, f.mape, len(f.measured))
 	}
 	b.WriteString("\n")
+	b.WriteString(breakdown(res))
+	b.WriteString("Where they disagree. The estimator is a fluid equilibrium: flows share every bottleneck link max-min fairly and " +
+		"use it fully, and INA capacity is memory over hold time. The packets fall short of that: each link is a rate-limited " +
+		"egress queue of 64 frames with tail drop, so competing windows overflow it; a lost packet costs its chunk a " +
+		"retransmission timeout (20 ms at least) and its worker half its window, and an aggregated chunk waits for its slowest " +
+		"worker, so the wider a job and the more of its chunks go through switch slots, the further it stays below the fluid " +
+		"rate. The table above shows it: the median over-prediction grows from INA-off to INA jobs and with fan-in, with the " +
+		"retransmissions. Two model errors were found and fixed on the way: the estimator had no window limit (a lone job is " +
+		"held by window x 256 B / RTT, now each job's demand), and link rates were taken as gradient bytes while a 256 B " +
+		"chunk travels in a 314 B frame. What is left is congestion-control dynamics the fluid model does not have; the " +
+		"simulator of issue 15 (AIMD, slot collisions) is the model meant to capture it.\n\n")
 	for _, q := range []string{"throughput", "JCT"} {
 		var series []fit
 		for _, f := range v.fits {

@@ -26,24 +26,25 @@ import (
 
 // results is what validate measured and predicted (build/validate/results.json).
 type results struct {
-	Switch      string      `json:"switch"`
-	Topology    string      `json:"topology"`
-	Window      int         `json:"window"`
-	Calibration calibration `json:"calibration"`
-	Mixes       []mix       `json:"mixes"`
-	Jobs        []jobResult `json:"jobs"`
+	Switch   string `json:"switch"`
+	Topology string `json:"topology"`
+	Window   int    `json:"window"`
+	// Calibration per switch setting (group name), measured when its cluster came up.
+	Calibration map[string]calibration `json:"calibration"`
+	Mixes       []mix                  `json:"mixes"`
+	Jobs        []jobResult            `json:"jobs"`
 }
 
-// calibration is what one lone job measured, turned into the model's inputs: every link's
-// usable share of its rate, and the chunk round trip slots are held for.
+// calibration is what one lone job measured, turned into the model's one calibrated input: the
+// chunk round trip, which caps every job at window x chunk / RTT and sets how long slots are held.
 type calibration struct {
 	Job          string  `json:"job"`
 	MeasuredMbps float64 `json:"measured_mbps"`
 	LinkMbps     float64 `json:"link_mbps"`
-	// LinkEfficiency scales every link rate: goodput a lone stream gets per Mbit/s of link.
-	LinkEfficiency float64 `json:"link_efficiency"`
-	// RTTSec is the lone job's chunk round trip: window x chunk bytes / its goodput.
+	// RTTSec is the lone job's chunk round trip: window x chunk bytes / its goodput (a lone job
+	// on idle links is held back by its window, not by a link).
 	RTTSec float64 `json:"rtt_s"`
+	Window int     `json:"window"`
 }
 
 // jobResult is one job of one mix: measured and predicted.
@@ -51,11 +52,13 @@ type jobResult struct {
 	Mix, Job       string
 	Group          string
 	FanIn          int
+	SlotBase       int // the service gave the job slots [SlotBase, SlotBase+window)
 	CrossRack, INA bool
 	State          string
 	Exact          bool
 	MeasuredMbps   float64
 	MeasuredJCT    float64
+	ResentPct      float64 // the workers' retransmissions, % of data packets sent
 	EstimatedMbps  float64
 	EstimatedJCT   float64
 	SimulatedMbps  float64 `json:",omitempty"`
@@ -105,13 +108,17 @@ func cmdValidate(args []string) error {
 		if err != nil {
 			return err
 		}
-		b, _ := json.MarshalIndent(res, "", " ")
-		if err := os.WriteFile(filepath.Join(*cf.dir, "results.json"), b, 0o644); err != nil {
+		if err := save(res, filepath.Join(*cf.dir, "results.json")); err != nil {
 			return err
 		}
 	}
 	if err := predict(res); err != nil {
 		return err
+	}
+	if *from == "" {
+		if err := save(res, filepath.Join(*cf.dir, "results.json")); err != nil {
+			return err
+		}
 	}
 	rep := report(res)
 	fmt.Print(rep.text)
@@ -135,6 +142,14 @@ func cmdValidate(args []string) error {
 	return nil
 }
 
+func save(res *results, path string) error {
+	b, err := json.MarshalIndent(res, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
 // measure runs the calibration job and every mix, a cluster per switch setting.
 func measure(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info string, seed uint64, perGroup int) (*results, error) {
 	topo, err := topology.Load(*cf.topology)
@@ -144,28 +159,19 @@ func measure(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info stri
 	racks := hostRacks(topo)
 	gpus := topo.Hosts[racks[0][0]].GPUs
 	mixes := genMixes(seed, defaultGroups, perGroup, racks, gpus)
-	res := &results{Switch: target, Topology: *cf.topology, Window: *cf.window, Mixes: mixes}
+	res := &results{Switch: target, Topology: *cf.topology, Window: *cf.window, Mixes: mixes, Calibration: map[string]calibration{}}
 	fmt.Printf("validate: switch=%s topology=%s, %d mixes in %d switch settings, logs in %s\n", target, *cf.topology,
 		len(mixes), len(defaultGroups), *cf.dir)
 	for gi, g := range defaultGroups {
 		err := withGroup(ctx, cf, target, bmv2JSON, p4info, g, fmt.Sprintf("%s%d", *cf.prefix, gi), func(run func(m mix) ([]scheduler.Job, error)) error {
-			if gi == 0 {
-				lone := mixJob{Name: "calibration", Workers: racks[0][:2], PS: racks[0][2], INA: true, Iterations: 150,
-					Bytes: 65536, ComputeSec: 0.005}
-				jobs, err := run(mix{ID: -1, Group: g.Name, Jobs: []mixJob{lone}})
-				if err != nil {
-					return err
-				}
-				link := topo.Links[0].Mbps
-				j := jobs[0]
-				if j.State != scheduler.Completed || !(j.Progress.ThroughputMbps > 0) {
-					return fmt.Errorf("calibration job: %s %s", j.State, j.Reason)
-				}
-				res.Calibration = calibration{Job: "one job, 2 workers and its PS on one ToR, alone", MeasuredMbps: j.Progress.ThroughputMbps,
-					LinkMbps: link, LinkEfficiency: j.Progress.ThroughputMbps / link,
-					RTTSec: float64(*cf.window*wire.NumValues*4*8) / (j.Progress.ThroughputMbps * 1e6)}
-				fmt.Printf("validate: calibration: a lone job gets %.2f Mbit/s on %.0f Mbit/s links (efficiency %.3f), chunk round trip %.2f ms\n",
-					j.Progress.ThroughputMbps, link, res.Calibration.LinkEfficiency, res.Calibration.RTTSec*1e3)
+			// The machine is shared: what a lone job gets drifts with the load, so each setting
+			// calibrates when its cluster comes up, before any of its mixes.
+			jobs, err := run(mix{ID: -1, Group: g.Name, Jobs: []mixJob{calibrationJob(racks[0][:2], racks[0][2])}})
+			if err != nil {
+				return err
+			}
+			if res.Calibration[g.Name], err = calibrate(jobs[0], topo.Links[0].Mbps, *cf.window); err != nil {
+				return err
 			}
 			for _, m := range mixes {
 				if m.Group != g.Name {
@@ -179,8 +185,9 @@ func measure(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info stri
 					j := jobs[i]
 					r := jobResult{Mix: fmt.Sprintf("m%02d", m.ID), Job: mj.Name, Group: g.Name, FanIn: len(mj.Workers),
 						CrossRack: crossRack(racks, mj.Workers), INA: mj.INA, State: string(j.State), Reason: j.Reason,
-						MeasuredMbps: j.Progress.ThroughputMbps, MeasuredJCT: j.JCTSec,
-						Exact: j.Progress.Wrong == 0 && j.Progress.Exact == mj.Iterations*len(mj.Workers)}
+						MeasuredMbps: j.Progress.ThroughputMbps, MeasuredJCT: j.JCTSec, SlotBase: slotBase(j),
+						ResentPct: 100 * float64(j.Progress.Resent) / float64(max(j.Progress.Sent, 1)),
+						Exact:     j.Progress.Wrong == 0 && j.Progress.Exact == mj.Iterations*len(mj.Workers)}
 					res.Jobs = append(res.Jobs, r)
 				}
 				fmt.Printf("validate: mix %02d (%s): %d jobs done\n", m.ID, g.Name, len(m.Jobs))
@@ -193,6 +200,30 @@ func measure(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info stri
 	}
 	return res, nil
 }
+
+// calibrationJob is the lone job whose measurement sets the model's link efficiency and RTT.
+func calibrationJob(workers []string, ps string) mixJob {
+	return mixJob{Name: "calibration", Workers: workers, PS: ps, INA: true, Iterations: 150, Bytes: 65536, ComputeSec: 0.005}
+}
+
+// calibrate turns the lone job's measurement into the model's inputs.
+func calibrate(j scheduler.Job, linkMbps float64, window int) (calibration, error) {
+	if j.State != scheduler.Completed || !(j.Progress.ThroughputMbps > 0) {
+		return calibration{}, fmt.Errorf("calibration job: %s %s", j.State, j.Reason)
+	}
+	c := calibration{Job: "one job, 2 workers and its PS on one ToR, alone", MeasuredMbps: j.Progress.ThroughputMbps,
+		LinkMbps: linkMbps, Window: window, RTTSec: float64(window*chunkBytes*8) / (j.Progress.ThroughputMbps * 1e6)}
+	fmt.Printf("calibration: a lone job gets %.2f Mbit/s on %.0f Mbit/s links: chunk round trip %.2f ms at a window of %d\n",
+		c.MeasuredMbps, linkMbps, c.RTTSec*1e3, window)
+	return c, nil
+}
+
+// chunkBytes is one packet's gradient payload (one aggregator slot); a link carries chunkBytes of
+// gradient per wire.FrameLen bytes.
+const chunkBytes = wire.NumValues * 4
+
+// windowBps is the most a job's window lets it move: window chunks per round trip.
+func (c calibration) windowBps(window int) float64 { return float64(window*chunkBytes) / c.RTTSec }
 
 // withGroup builds the emulated cluster with a group's switch settings and the scheduler service
 // on it, and hands f a function that runs one mix to the end.
@@ -270,6 +301,13 @@ func runMix(ctx context.Context, svc *scheduler.Service, m mix) ([]scheduler.Job
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+func slotBase(j scheduler.Job) int {
+	if j.Placement == nil {
+		return 0
+	}
+	return j.Placement.SlotBase
 }
 
 // hostRacks lists the GPU hosts under each switch, racks and hosts in name order.

@@ -173,7 +173,7 @@ func (l *loop) run(ctx context.Context, iters int, compute time.Duration) error 
 			}
 		}
 		if !l.quiet {
-			fmt.Printf("worker: job=%d rank=%d iter=%d allreduce_ms=%.2f goodput_mbps=%.1f result=%s\n", l.job, l.rank, it,
+			fmt.Printf("worker: job=%d rank=%d iter=%d allreduce_ms=%.3f goodput_mbps=%.3f result=%s\n", l.job, l.rank, it,
 				d.Seconds()*1e3, mbps(4*l.size, d), verdict)
 		}
 	}
@@ -193,7 +193,7 @@ func (l *loop) summary(err error) {
 		gp = mbps(4*l.size*l.timed, l.reduceTime)
 	}
 	ts := l.t.Stats()
-	fmt.Printf("worker-summary: job=%d rank=%d status=%s iterations=%d exact=%d wrong=%d wrong_values=%d goodput_mbps=%.1f wall_s=%.2f sent=%d resent=%d bypass=%d overflow_results=%d ecn=%d window_cuts=%d ignored_results=%d fast_resent=%d kernel_drops=%d\n",
+	fmt.Printf("worker-summary: job=%d rank=%d status=%s iterations=%d exact=%d wrong=%d wrong_values=%d goodput_mbps=%.3f wall_s=%.3f sent=%d resent=%d bypass=%d overflow_results=%d ecn=%d window_cuts=%d ignored_results=%d fast_resent=%d kernel_drops=%d\n",
 		l.job, l.rank, status, l.done, l.ok, l.bad, l.values, gp, time.Since(l.start).Seconds(), s.DataSent, s.Resent,
 		s.BypassSent, s.Overflows, s.ECN, s.WindowCuts, s.ResultsIgnored, s.FastResent, ts.KernelDrops)
 	if err != nil {
