@@ -163,6 +163,7 @@ func (s *Service) follow() {
 		id     int
 		state  State
 		reason string
+		at     time.Time
 	}
 	var ends []end
 	s.mu.Lock()
@@ -170,19 +171,21 @@ func (s *Service) follow() {
 		if j.State != Running {
 			continue
 		}
-		st, reason := s.observeLocked(j)
+		st, reason, at := s.observeLocked(j)
 		if st != "" {
-			ends = append(ends, end{j.ID, st, reason})
+			ends = append(ends, end{j.ID, st, reason, at})
 		}
 	}
 	s.mu.Unlock()
 	for _, e := range ends {
-		s.teardown(e.id, e.state, e.reason)
+		s.teardownAt(e.id, e.state, e.reason, e.at)
 	}
 }
 
-// observeLocked updates j's progress from its agents and returns a final state if it has one.
-func (s *Service) observeLocked(j *Job) (State, string) {
+// observeLocked updates j's progress from its agents and returns a final state if it has one, and
+// when it was reached: for a completed job the moment its last worker wrote its summary (a log
+// file's modification time), else now.
+func (s *Service) observeLocked(j *Job) (State, string, time.Time) {
 	logs := s.logs[j.ID]
 	var iters, exact, wrong, done, workers, sent, resent int
 	var mbps float64
@@ -228,15 +231,25 @@ func (s *Service) observeLocked(j *Job) (State, string) {
 		j.Progress = Progress{Iterations: iters, ThroughputMbps: mbps / float64(workers), Exact: exact, Wrong: wrong,
 			Sent: sent, Resent: resent}
 	}
+	now := time.Now()
 	switch {
 	case failure != "":
-		return Failed, failure
+		return Failed, failure, now
 	case workers > 0 && done == workers:
-		return Completed, ""
+		var last time.Time
+		for _, p := range j.Procs {
+			if fi, err := os.Stat(p.Log); err == nil && p.Role == "worker" && fi.ModTime().After(last) {
+				last = fi.ModTime()
+			}
+		}
+		if last.IsZero() || last.After(now) {
+			last = now
+		}
+		return Completed, "", last
 	case psDown != "":
-		return Failed, psDown
+		return Failed, psDown, now
 	}
-	return "", ""
+	return "", "", now
 }
 
 func suffix(s string) string {
@@ -253,8 +266,12 @@ func atof(s string) float64 {
 }
 
 // teardown stops a job's agents, removes its entries and slots from the switches, frees its GPUs
-// and records how it ended.
-func (s *Service) teardown(id int, st State, reason string) {
+// and records how it ended, now.
+func (s *Service) teardown(id int, st State, reason string) { s.teardownAt(id, st, reason, time.Now()) }
+
+// teardownAt is teardown for a job whose end was seen at the time given: its JCT ends there, not
+// after its teardown.
+func (s *Service) teardownAt(id int, st State, reason string, at time.Time) {
 	s.mu.Lock()
 	j := s.byID[id]
 	if j.State.Final() || j.State == stopping {
@@ -303,7 +320,7 @@ func (s *Service) teardown(id int, st State, reason string) {
 		reason = strings.TrimPrefix(reason+"; teardown: "+strings.Join(problems, "; "), "; ")
 	}
 	s.mu.Lock()
-	s.endLocked(j, st, reason)
+	s.endLocked(j, st, reason, at)
 	jct := j.JCTSec
 	s.mu.Unlock()
 	s.log.Info("job ended", "job", id, "state", st, "reason", reason, "jct_s", fmt.Sprintf("%.2f", jct))
@@ -313,11 +330,10 @@ func (s *Service) teardown(id int, st State, reason string) {
 // stopping marks a job whose teardown is under way (never saved: a restart finds it running).
 const stopping State = "stopping"
 
-// endLocked records a final state and frees the job's GPUs.
-func (s *Service) endLocked(j *Job, st State, reason string) {
-	now := time.Now()
-	j.State, j.Reason, j.Finished = st, reason, &now
-	j.JCTSec = now.Sub(j.Submitted).Seconds()
+// endLocked records a final state, reached at the time given, and frees the job's GPUs.
+func (s *Service) endLocked(j *Job, st State, reason string, at time.Time) {
+	j.State, j.Reason, j.Finished = st, reason, &at
+	j.JCTSec = at.Sub(j.Submitted).Seconds()
 	if j.Placement != nil {
 		s.eng.finish(jobKey(j.ID))
 	}

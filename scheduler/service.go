@@ -208,7 +208,7 @@ func (s *Service) Cancel(id int) error {
 	}
 	switch j.State {
 	case Queued:
-		s.endLocked(j, Cancelled, "cancelled by request")
+		s.endLocked(j, Cancelled, "cancelled by request", time.Now())
 		s.mu.Unlock()
 		return nil
 	case Starting:
@@ -286,7 +286,7 @@ func (s *Service) schedule() {
 		// A pinned job starts as soon as its hosts have the GPUs, in submission order.
 		if p, err := s.pinned(j); err == nil && s.fits(p) {
 			if err := s.placeLocked(j, p); err != nil {
-				s.endLocked(j, Failed, err.Error())
+				s.endLocked(j, Failed, err.Error(), time.Now())
 				continue
 			}
 			started = append(started, j)
@@ -303,7 +303,7 @@ func (s *Service) schedule() {
 			id, _ := strconv.Atoi(p.Job.ID)
 			j := s.byID[id]
 			if err := s.placeLocked(j, p); err != nil {
-				s.endLocked(j, Failed, err.Error())
+				s.endLocked(j, Failed, err.Error(), time.Now())
 				continue
 			}
 			started = append(started, j)
