@@ -134,6 +134,9 @@ type Job struct {
 	// JCTSec is Finished - Submitted (queueing included), QueueSec Started - Submitted.
 	JCTSec   float64 `json:"jct_s,omitempty"`
 	QueueSec float64 `json:"queue_s,omitempty"`
+	// RunSec is how long a completed job's agents ran: from its first worker's start to its last
+	// worker's summary (JCT less queueing and the time spent installing entries and starting).
+	RunSec float64 `json:"run_s,omitempty"`
 
 	Placement *Placement `json:"placement,omitempty"`
 	// Progress is what the agents report: iterations done (the slowest worker's) and all-reduce

@@ -170,6 +170,26 @@ func (ps *procs) stop(p *Proc, grace time.Duration) {
 	}
 }
 
+// started is when p's process started, from its start ticks and the boot time (10 ms
+// resolution); zero if unknown.
+func (p *Proc) started() time.Time {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil || p.StartTicks == 0 {
+		return time.Time{}
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && f[0] == "btime" {
+			boot, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				return time.Time{}
+			}
+			// USER_HZ is 100 on every Linux architecture Go supports.
+			return time.Unix(boot, 0).Add(time.Duration(p.StartTicks) * 10 * time.Millisecond)
+		}
+	}
+	return time.Time{}
+}
+
 // startTicks reads field 22 of /proc/PID/stat; a zombie counts as gone.
 func startTicks(pid int) (uint64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

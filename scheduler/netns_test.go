@@ -130,8 +130,8 @@ func TestNetnsScheduler(t *testing.T) {
 		for _, id := range ids {
 			j := waitJob(id, final)
 			exact(j)
-			if j.JCTSec <= 0 || j.Progress.ThroughputMbps <= 0 {
-				t.Errorf("job %d: jct %v, throughput %v", id, j.JCTSec, j.Progress.ThroughputMbps)
+			if j.JCTSec <= 0 || j.RunSec <= 0 || j.RunSec > j.JCTSec || j.Progress.ThroughputMbps <= 0 || j.Progress.Sent == 0 {
+				t.Errorf("job %d: jct %v, run %v, throughput %v, sent %d", id, j.JCTSec, j.RunSec, j.Progress.ThroughputMbps, j.Progress.Sent)
 			}
 			t.Logf("job %d: %s on %v ps %s, switch job %d, %.1f Mbit/s, JCT %.2fs", id, j.State, hostsOf(j.Placement),
 				j.Placement.PS, j.Placement.SwitchJob, j.Progress.ThroughputMbps, j.JCTSec)

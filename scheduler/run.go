@@ -245,6 +245,15 @@ func (s *Service) observeLocked(j *Job) (State, string, time.Time) {
 		if last.IsZero() || last.After(now) {
 			last = now
 		}
+		var first time.Time
+		for i := range j.Procs {
+			if t := j.Procs[i].started(); j.Procs[i].Role == "worker" && !t.IsZero() && (first.IsZero() || t.Before(first)) {
+				first = t
+			}
+		}
+		if !first.IsZero() && first.Before(last) {
+			j.RunSec = last.Sub(first).Seconds()
+		}
 		return Completed, "", last
 	case psDown != "":
 		return Failed, psDown, now

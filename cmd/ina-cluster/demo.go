@@ -54,7 +54,7 @@ func cmdDemo(args []string) error {
 	timeout := fs.Duration("timeout", 6*time.Minute, "give up on a policy's run after this long")
 	fs.Parse(args)
 	if os.Geteuid() != 0 {
-		fmt.Println("SKIP: cluster-demo needs root (network namespaces, veth links, AF_PACKET): sudo make cluster-demo")
+		fmt.Println("SKIP: cluster-demo needs root (network namespaces, veth links, AF_PACKET): run make cluster-demo as root")
 		return nil
 	}
 	target, bmv2JSON, p4info, err := chooseSwitch(*cf.sw)

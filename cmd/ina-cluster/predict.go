@@ -16,11 +16,23 @@ import (
 	"github.com/inapack/inapack/sim"
 )
 
-// predictJCT simulates the trace on the scheduler's model of the cluster (calibrated) under a
-// policy and returns each job's JCT by name. The simulator schedules every 0.25 s, as often as
-// the service looks at its queue.
+// network is the simulator's model of the emulated switches and agents: the agents' window,
+// ECN marking on or off as the switches were set, the slot model of the setting.
+func network(sm sim.SlotModel, window int, ecn bool) sim.Network {
+	return sim.Network{Slots: sm, Window: float64(window), ECNOff: !ecn}
+}
+
+// physicalCluster is the topology as the simulator takes it: link rates as they are (it counts
+// packets), every rack's RTT the calibrated chunk round trip.
+func physicalCluster(topo *topology.Topology, cal calibration) (*scheduler.Cluster, error) {
+	return scheduler.NewCluster(topo, scheduler.ClusterParams{RTT: time.Duration(cal.RTTSec * float64(time.Second))})
+}
+
+// predictJCT simulates the trace on the topology (calibrated) under a policy and returns each
+// job's JCT by name. The simulator schedules every 0.25 s, as often as the service looks at its
+// queue.
 func predictJCT(topo *topology.Topology, cal calibration, policy string, trace []scheduler.TraceJob) (map[string]float64, error) {
-	c, err := calibratedCluster(topo, sim.DefaultSlotModel(), cal)
+	c, err := physicalCluster(topo, cal)
 	if err != nil {
 		return nil, err
 	}
@@ -34,11 +46,10 @@ func predictJCT(topo *topology.Topology, cal calibration, policy string, trace [
 		if err != nil {
 			return nil, err
 		}
-		jobs[i] = &netpack.Job{ID: tj.Name, GPUs: tj.GPUs, Model: windowed(m, cal.windowBps(cal.Window)), Iterations: tj.Iterations,
-			Submit: tj.SubmitSec}
+		jobs[i] = &netpack.Job{ID: tj.Name, GPUs: tj.GPUs, Model: m, Iterations: tj.Iterations, Submit: tj.SubmitSec}
 	}
-	// The physical cluster; sim.Network's defaults are ESA slots with preemption.
-	res, err := sim.Run(sim.Config{Cluster: c.Model, Policy: pol, Interval: 0.25}, jobs)
+	res, err := sim.Run(sim.Config{Cluster: c.Model, Network: network(sim.DefaultSlotModel(), cal.Window, false), Policy: pol,
+		Interval: 0.25}, jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -49,9 +60,10 @@ func predictJCT(topo *topology.Topology, cal calibration, policy string, trace [
 	return out, nil
 }
 
-// predict fills every job's estimated throughput and JCT: NetPack's equilibrium (the estimator),
-// re-read at every completion as the fluid model runs the mix to its end, on the topology with the
-// calibrated link rates and slot hold times.
+// predict fills every job's predicted throughput and JCT: the estimator's (NetPack's equilibrium,
+// re-read at every completion as the fluid model runs the mix to its end, on the topology with
+// links in payload bytes, the calibrated slot hold times and window caps) and the simulator's
+// (sim.Predict on the physical topology with the calibrated RTT).
 func predict(res *results) error {
 	topo, err := topology.Load(res.Topology)
 	if err != nil {
@@ -71,6 +83,10 @@ func predict(res *results) error {
 		sm := sim.SlotModel{Policy: sim.SlotPolicy(g.Release), SkewFrac: sim.DefaultSlotModel().SkewFrac, PSSec: sim.DefaultSlotModel().PSSec,
 			NoPreempt: !g.Preempt}
 		c, err := calibratedCluster(topo, sm, cal)
+		if err != nil {
+			return err
+		}
+		phys, err := physicalCluster(topo, cal)
 		if err != nil {
 			return err
 		}
@@ -95,6 +111,27 @@ func predict(res *results) error {
 			for id, o := range fluidRun(c.Model, ps, sm.Sharing()) {
 				if r := byName[id]; r != nil {
 					r.EstimatedMbps, r.EstimatedJCT = o.mbps, o.jct
+				}
+			}
+			// The simulator: the physical links, the jobs' own models (it has the window) and
+			// the slot ranges the service gave them.
+			var mixJobs []sim.MixJob
+			for i, mj := range m.Jobs {
+				p := ps[i]
+				job := *p.Job
+				job.Model = netpack.Model{Name: "synthetic", GradientBytes: float64(mj.Bytes), ComputeSec: mj.ComputeSec,
+					ForwardSec: mj.ComputeSec}
+				p.Job = &job
+				mixJobs = append(mixJobs, sim.MixJob{Placement: p, Window: float64(res.Window),
+					SlotBase: float64(byName[mj.Name].SlotBase), SlotRange: true})
+			}
+			out, err := sim.Predict(phys.Model, mixJobs, network(sm, res.Window, res.ECNThreshold > 0))
+			if err != nil {
+				return fmt.Errorf("simulating mix %d: %w", m.ID, err)
+			}
+			for _, o := range out {
+				if r := byName[o.ID]; r != nil {
+					r.SimulatedMbps, r.SimulatedJCT = o.CommBps*8/1e6, o.JCT
 				}
 			}
 		}

@@ -116,6 +116,13 @@ func breakdown(res *results) string {
 	return b.String() + "\n"
 }
 
+func ecnText(t int) string {
+	if t == 0 {
+		return "the switches never mark ECN (their default)"
+	}
+	return fmt.Sprintf("the switches mark ECN above %d queued packets", t)
+}
+
 func optional(v float64) string {
 	if v == 0 {
 		return "-"
@@ -132,9 +139,11 @@ func (v validation) write(path string, res *results) error {
 	fmt.Fprintf(&b, "%d job mixes (2-6 concurrent jobs, fan-in 2-8, single- and cross-rack, some with INA off) ran through the "+
 		"scheduler service on an emulated two-rack cluster (`%s`: 4-GPU hosts on 20 Mbit/s links, 10 Mbit/s ToR uplinks) with "+
 		"`%s` switches, under three switch settings: ESA with preemption on 16 slots, ATP on 16 slots, ESA on 64 slots; "+
-		"each job has a window of %d slots, so 16 slots bind from two jobs on a ToR. Every all-reduce was checked exact. "+
-		"Each job's all-reduce goodput (tensor bits over time spent all-reducing, per worker) and JCT are compared with "+
-		"the predictions for the same mix.\n\n", len(res.Mixes), res.Topology, res.Switch, res.Window)
+		"each job has a window of %d slots, so 16 slots bind from two jobs on a ToR; %s. Every all-reduce was checked exact. "+
+		"Each job's all-reduce goodput (tensor bits over time spent all-reducing, per worker) and JCT (here its run: from its "+
+		"first worker's start to its last worker's end, since the models start a mix at 0 and have no process start-up) are "+
+		"compared with the predictions for the same mix by NetPack's estimator (its fluid equilibrium, re-estimated at every "+
+		"completion) and by the simulator (`sim.Predict`: windows, AIMD prices, slot collisions and preemption).\n\n", len(res.Mixes), res.Topology, res.Switch, res.Window, ecnText(res.ECNThreshold))
 	b.WriteString("Calibration, once per switch setting when its cluster comes up, never per mix: one lone job (2 workers and " +
 		"its PS on one ToR) is held back by its window, not a link, so its chunk round trip is window x 256 B / goodput. That " +
 		"RTT is the one calibrated input: it caps every job at window x 256 B / RTT and sets the slot hold time (ESA: half an " +

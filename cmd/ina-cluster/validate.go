@@ -29,6 +29,9 @@ type results struct {
 	Switch   string `json:"switch"`
 	Topology string `json:"topology"`
 	Window   int    `json:"window"`
+	// ECNThreshold is the switches' marking threshold (egress queue depth in packets); 0: never
+	// mark (the switch default).
+	ECNThreshold int `json:"ecn_threshold,omitempty"`
 	// Calibration per switch setting (group name), measured when its cluster came up.
 	Calibration map[string]calibration `json:"calibration"`
 	Mixes       []mix                  `json:"mixes"`
@@ -57,7 +60,7 @@ type jobResult struct {
 	State          string
 	Exact          bool
 	MeasuredMbps   float64
-	MeasuredJCT    float64
+	MeasuredJCT    float64 // the job's run: first worker's start to last worker's end
 	ResentPct      float64 // the workers' retransmissions, % of data packets sent
 	EstimatedMbps  float64
 	EstimatedJCT   float64
@@ -81,6 +84,7 @@ func cmdValidate(args []string) error {
 	seed := fs.Uint64("seed", 1, "seed of the mixes")
 	doc := fs.String("doc", "", "write the report (Markdown) and its plots here, e.g. docs/validation.md")
 	from := fs.String("from", "", "predict and report from an earlier run's results.json instead of running")
+	ecn := fs.Int("ecn-threshold", 0, "switches mark ECN above this egress queue depth (packets); 0: never (the switch default)")
 	fs.Set("window", "8")
 	fs.Parse(args)
 	var res *results
@@ -95,7 +99,7 @@ func cmdValidate(args []string) error {
 		}
 	} else {
 		if os.Geteuid() != 0 {
-			fmt.Println("SKIP: validate needs root (network namespaces, veth links, AF_PACKET): sudo make validate")
+			fmt.Println("SKIP: validate needs root (network namespaces, veth links, AF_PACKET): run make validate as root")
 			return nil
 		}
 		target, bmv2JSON, p4info, err := chooseSwitch(*cf.sw)
@@ -104,7 +108,7 @@ func cmdValidate(args []string) error {
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		res, err = measure(ctx, cf, target, bmv2JSON, p4info, *seed, *perGroup)
+		res, err = measure(ctx, cf, target, bmv2JSON, p4info, *seed, *perGroup, *ecn)
 		if err != nil {
 			return err
 		}
@@ -151,7 +155,7 @@ func save(res *results, path string) error {
 }
 
 // measure runs the calibration job and every mix, a cluster per switch setting.
-func measure(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info string, seed uint64, perGroup int) (*results, error) {
+func measure(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info string, seed uint64, perGroup, ecn int) (*results, error) {
 	topo, err := topology.Load(*cf.topology)
 	if err != nil {
 		return nil, err
@@ -159,11 +163,12 @@ func measure(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info stri
 	racks := hostRacks(topo)
 	gpus := topo.Hosts[racks[0][0]].GPUs
 	mixes := genMixes(seed, defaultGroups, perGroup, racks, gpus)
-	res := &results{Switch: target, Topology: *cf.topology, Window: *cf.window, Mixes: mixes, Calibration: map[string]calibration{}}
+	res := &results{Switch: target, Topology: *cf.topology, Window: *cf.window, ECNThreshold: ecn, Mixes: mixes,
+		Calibration: map[string]calibration{}}
 	fmt.Printf("validate: switch=%s topology=%s, %d mixes in %d switch settings, logs in %s\n", target, *cf.topology,
 		len(mixes), len(defaultGroups), *cf.dir)
 	for gi, g := range defaultGroups {
-		err := withGroup(ctx, cf, target, bmv2JSON, p4info, g, fmt.Sprintf("%s%d", *cf.prefix, gi), func(run func(m mix) ([]scheduler.Job, error)) error {
+		err := withGroup(ctx, cf, target, bmv2JSON, p4info, g, ecn, fmt.Sprintf("%s%d", *cf.prefix, gi), func(run func(m mix) ([]scheduler.Job, error)) error {
 			// The machine is shared: what a lone job gets drifts with the load, so each setting
 			// calibrates when its cluster comes up, before any of its mixes.
 			jobs, err := run(mix{ID: -1, Group: g.Name, Jobs: []mixJob{calibrationJob(racks[0][:2], racks[0][2])}})
@@ -185,7 +190,7 @@ func measure(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info stri
 					j := jobs[i]
 					r := jobResult{Mix: fmt.Sprintf("m%02d", m.ID), Job: mj.Name, Group: g.Name, FanIn: len(mj.Workers),
 						CrossRack: crossRack(racks, mj.Workers), INA: mj.INA, State: string(j.State), Reason: j.Reason,
-						MeasuredMbps: j.Progress.ThroughputMbps, MeasuredJCT: j.JCTSec, SlotBase: slotBase(j),
+						MeasuredMbps: j.Progress.ThroughputMbps, MeasuredJCT: j.RunSec, SlotBase: slotBase(j),
 						ResentPct: 100 * float64(j.Progress.Resent) / float64(max(j.Progress.Sent, 1)),
 						Exact:     j.Progress.Wrong == 0 && j.Progress.Exact == mj.Iterations*len(mj.Workers)}
 					res.Jobs = append(res.Jobs, r)
@@ -227,11 +232,14 @@ func (c calibration) windowBps(window int) float64 { return float64(window*chunk
 
 // withGroup builds the emulated cluster with a group's switch settings and the scheduler service
 // on it, and hands f a function that runs one mix to the end.
-func withGroup(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info string, g group, prefix string,
+func withGroup(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info string, g group, ecn int, prefix string,
 	f func(run func(m mix) ([]scheduler.Job, error)) error) error {
 	dir := filepath.Join(*cf.dir, g.Name)
 	_ = os.RemoveAll(dir)
 	settings := &cp.Settings{Preempt: &g.Preempt, Release: g.Release, ActiveSlots: &g.Slots}
+	if ecn > 0 {
+		settings.ECNThreshold = &ecn
+	}
 	cl, err := emu.Start(ctx, emu.Config{Topology: *cf.topology, Prefix: prefix, Switch: target, BMv2JSON: bmv2JSON,
 		P4Info: p4info, Bin: *cf.bin, Dir: dir, Settings: settings})
 	if err != nil {
