@@ -116,14 +116,17 @@ func predict(res *results) error {
 			// The simulator: the physical links, the jobs' own models (it has the window) and
 			// the slot ranges the service gave them.
 			var mixJobs []sim.MixJob
-			for i, mj := range m.Jobs {
+			for i := range m.Jobs {
 				p := ps[i]
 				job := *p.Job
-				job.Model = netpack.Model{Name: "synthetic", GradientBytes: float64(mj.Bytes), ComputeSec: mj.ComputeSec,
-					ForwardSec: mj.ComputeSec}
+				job.Model = netpack.Model{Name: "synthetic", GradientBytes: float64(m.Jobs[i].Bytes), ComputeSec: m.Jobs[i].ComputeSec,
+					ForwardSec: m.Jobs[i].ComputeSec}
 				p.Job = &job
-				mixJobs = append(mixJobs, sim.MixJob{Placement: p, Window: float64(res.Window),
-					SlotBase: float64(byName[mj.Name].SlotBase), SlotRange: true})
+				mj := sim.MixJob{Placement: p, Window: float64(res.Window)}
+				if r := byName[job.ID]; r != nil {
+					mj.SlotBase, mj.SlotRange = float64(r.SlotBase), true
+				}
+				mixJobs = append(mixJobs, mj)
 			}
 			out, err := sim.Predict(phys.Model, mixJobs, network(sm, res.Window, res.ECNThreshold > 0))
 			if err != nil {
