@@ -234,19 +234,23 @@ func runCalibration(ctx context.Context, c *scheduler.Client, topo *topology.Top
 		return nil, fmt.Errorf("calibration needs a rack of three hosts")
 	}
 	mj := calibrationJob(rack[:2], rack[2])
-	j, err := c.Submit(ctx, mj.submission())
-	if err != nil {
-		return nil, fmt.Errorf("calibration job: %w", err)
-	}
-	for !j.State.Final() {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+	var runs []scheduler.Job
+	for range calibrationRuns {
+		j, err := c.Submit(ctx, mj.submission())
+		if err != nil {
+			return nil, fmt.Errorf("calibration job: %w", err)
 		}
-		if j, err = c.Job(ctx, j.ID); err != nil {
-			return nil, err
+		for !j.State.Final() {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+			if j, err = c.Job(ctx, j.ID); err != nil {
+				return nil, err
+			}
 		}
+		runs = append(runs, j)
 	}
 	link := 1000.0 // scheduler.NewCluster's capacity for a link without a rate
 	for _, l := range topo.Links {
@@ -254,7 +258,7 @@ func runCalibration(ctx context.Context, c *scheduler.Client, topo *topology.Top
 			link = l.Mbps
 		}
 	}
-	cal, err := calibrate(j, link, window)
+	cal, err := calibrate(runs, link, window)
 	return &cal, err
 }
 

@@ -171,11 +171,16 @@ func measure(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info stri
 		err := withGroup(ctx, cf, target, bmv2JSON, p4info, g, ecn, fmt.Sprintf("%s%d", *cf.prefix, gi), func(run func(m mix) ([]scheduler.Job, error)) error {
 			// The machine is shared: what a lone job gets drifts with the load, so each setting
 			// calibrates when its cluster comes up, before any of its mixes.
-			jobs, err := run(mix{ID: -1, Group: g.Name, Jobs: []mixJob{calibrationJob(racks[0][:2], racks[0][2])}})
-			if err != nil {
-				return err
+			var lone []scheduler.Job
+			for range calibrationRuns {
+				jobs, err := run(mix{ID: -1, Group: g.Name, Jobs: []mixJob{calibrationJob(racks[0][:2], racks[0][2])}})
+				if err != nil {
+					return err
+				}
+				lone = append(lone, jobs[0])
 			}
-			if res.Calibration[g.Name], err = calibrate(jobs[0], topo.Links[0].Mbps, *cf.window); err != nil {
+			var err error
+			if res.Calibration[g.Name], err = calibrate(lone, topo.Links[0].Mbps, *cf.window); err != nil {
 				return err
 			}
 			for _, m := range mixes {
@@ -211,13 +216,23 @@ func calibrationJob(workers []string, ps string) mixJob {
 	return mixJob{Name: "calibration", Workers: workers, PS: ps, INA: true, Iterations: 150, Bytes: 65536, ComputeSec: 0.005}
 }
 
-// calibrate turns the lone job's measurement into the model's inputs.
-func calibrate(j scheduler.Job, linkMbps float64, window int) (calibration, error) {
-	if j.State != scheduler.Completed || !(j.Progress.ThroughputMbps > 0) {
-		return calibration{}, fmt.Errorf("calibration job: %s %s", j.State, j.Reason)
+// calibrationRuns is how many times the lone job runs; the median counts, since a run that met a
+// burst of other work on this shared machine is slower.
+const calibrationRuns = 3
+
+// calibrate turns the lone job's measurements into the model's inputs.
+func calibrate(runs []scheduler.Job, linkMbps float64, window int) (calibration, error) {
+	var mbps []float64
+	for _, j := range runs {
+		if j.State != scheduler.Completed || !(j.Progress.ThroughputMbps > 0) {
+			return calibration{}, fmt.Errorf("calibration job: %s %s", j.State, j.Reason)
+		}
+		mbps = append(mbps, j.Progress.ThroughputMbps)
 	}
-	c := calibration{Job: "one job, 2 workers and its PS on one ToR, alone", MeasuredMbps: j.Progress.ThroughputMbps,
-		LinkMbps: linkMbps, Window: window, RTTSec: float64(window*chunkBytes*8) / (j.Progress.ThroughputMbps * 1e6)}
+	slices.Sort(mbps)
+	med := mbps[len(mbps)/2]
+	c := calibration{Job: fmt.Sprintf("one job, 2 workers and its PS on one ToR, alone; median of %d runs", len(runs)),
+		MeasuredMbps: med, LinkMbps: linkMbps, Window: window, RTTSec: float64(window*chunkBytes*8) / (med * 1e6)}
 	fmt.Printf("calibration: a lone job gets %.2f Mbit/s on %.0f Mbit/s links: chunk round trip %.2f ms at a window of %d\n",
 		c.MeasuredMbps, linkMbps, c.RTTSec*1e3, window)
 	return c, nil
