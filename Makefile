@@ -49,7 +49,7 @@ bench-python: pylib
 	@PYTHONPATH=python INAPACK_LIB=$(BUILD)/lib/libinapack.so "$$(scripts/pyenv.sh)" -m inapack.bench
 
 # Job mixes on fixed placements through the scheduler on an emulated cluster: measured throughput
-# and JCT against NetPack's estimator (root; docs/validation.md). MIXES per switch
+# and JCT against NetPack's estimator and the simulator (root; docs/validation.md). MIXES per switch
 # setting (3 settings; default 8); DOC= (empty) leaves the report unwritten.
 MIXES ?= 8
 DOC   ?= docs/validation$(if $(filter bmv2,$(SWITCH)),-bmv2).md
