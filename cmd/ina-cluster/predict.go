@@ -65,6 +65,8 @@ func predictJCT(topo *topology.Topology, cal calibration, policy string, trace [
 // links in payload bytes, the calibrated slot hold times and window caps) and the simulator's
 // (sim.Predict on the physical topology with the calibrated RTT).
 func predict(res *results) error {
+	fitted := map[string]float64{}
+	defer func() { res.SwitchPacketSec = fitted }()
 	topo, err := topology.Load(res.Topology)
 	if err != nil {
 		return err
@@ -90,6 +92,11 @@ func predict(res *results) error {
 		if err != nil {
 			return err
 		}
+		nw := network(sm, res.Window, res.ECNThreshold > 0)
+		if nw.SwitchPacketSec, err = fitSwitchPacketSec(phys, nw, cal); err != nil {
+			return err
+		}
+		fitted[g.Name] = nw.SwitchPacketSec
 		for _, m := range res.Mixes {
 			if m.Group != g.Name {
 				continue
@@ -128,7 +135,7 @@ func predict(res *results) error {
 				}
 				mixJobs = append(mixJobs, mj)
 			}
-			out, err := sim.Predict(phys.Model, mixJobs, network(sm, res.Window, res.ECNThreshold > 0))
+			out, err := sim.Predict(phys.Model, mixJobs, nw)
 			if err != nil {
 				return fmt.Errorf("simulating mix %d: %w", m.ID, err)
 			}
@@ -170,6 +177,51 @@ func windowed(m netpack.Model, windowBps float64) netpack.Model {
 	m.ForwardSec = m.ComputeSec
 	m.ComputeSec += m.GradientBytes / windowBps
 	return m
+}
+
+// fitSwitchPacketSec is the per-packet switch cost under which the simulator gives the lone wide
+// calibration job the goodput it measured (bisection; 0 if it is not slower than the simulator
+// predicts without one).
+func fitSwitchPacketSec(phys *scheduler.Cluster, nw sim.Network, cal calibration) (float64, error) {
+	if cal.WideMbps <= 0 {
+		return 0, nil // calibrated before the wide job existed
+	}
+	w := cal.Wide
+	p := netpack.Placement{Job: &netpack.Job{ID: w.Name, GPUs: len(w.Workers), Iterations: w.Iterations,
+		Model: netpack.Model{Name: "synthetic", GradientBytes: float64(w.Bytes), ComputeSec: w.ComputeSec, ForwardSec: w.ComputeSec}},
+		INA: w.INA}
+	p.PS, _ = phys.Machine(w.PS)
+	for _, h := range w.Workers {
+		m, _ := phys.Machine(h)
+		p.Workers = append(p.Workers, netpack.Worker{Machine: m, GPUs: 1})
+	}
+	slices.SortFunc(p.Workers, func(a, b netpack.Worker) int { return int(a.Machine) - int(b.Machine) })
+	mbps := func(sec float64) (float64, error) {
+		n := nw
+		n.SwitchPacketSec = sec
+		out, err := sim.Predict(phys.Model, []sim.MixJob{{Placement: p, Window: float64(cal.Window)}}, n)
+		if err != nil {
+			return 0, err
+		}
+		return out[0].CommBps * 8 / 1e6, nil
+	}
+	if free, err := mbps(0); err != nil || free <= cal.WideMbps {
+		return 0, err
+	}
+	lo, hi := 0.0, 1e-3 // 1 ms per packet is far slower than anything measured here
+	for range 50 {
+		mid := (lo + hi) / 2
+		got, err := mbps(mid)
+		if err != nil {
+			return 0, err
+		}
+		if got > cal.WideMbps {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2, nil
 }
 
 type outcome struct{ mbps, jct float64 }

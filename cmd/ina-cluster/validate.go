@@ -32,6 +32,8 @@ type results struct {
 	// ECNThreshold is the switches' marking threshold (egress queue depth in packets); 0: never
 	// mark (the switch default).
 	ECNThreshold int `json:"ecn_threshold,omitempty"`
+	// SwitchPacketSec is the per-packet switch cost fitted per setting (predict.go).
+	SwitchPacketSec map[string]float64 `json:"switch_packet_s,omitempty"`
 	// Calibration per switch setting (group name), measured when its cluster came up.
 	Calibration map[string]calibration `json:"calibration"`
 	Mixes       []mix                  `json:"mixes"`
@@ -48,6 +50,10 @@ type calibration struct {
 	// on idle links is held back by its window, not by a link).
 	RTTSec float64 `json:"rtt_s"`
 	Window int     `json:"window"`
+	// Wide is a lone INA job as wide as a rack allows and WideMbps what it got: the simulator's
+	// per-packet switch cost is fitted to it (predict.go).
+	Wide     mixJob  `json:"wide"`
+	WideMbps float64 `json:"wide_mbps"`
 }
 
 // jobResult is one job of one mix: measured and predicted.
@@ -179,10 +185,28 @@ func measure(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info stri
 				}
 				lone = append(lone, jobs[0])
 			}
-			var err error
-			if res.Calibration[g.Name], err = calibrate(lone, topo.Links[0].Mbps, *cf.window); err != nil {
+			cal, err := calibrate(lone, topo.Links[0].Mbps, *cf.window)
+			if err != nil {
 				return err
 			}
+			// A wide INA job alone: what it falls short of the narrow one is per-packet work in
+			// the switch (fan-in packets in per chunk), the second calibrated input.
+			var wide []float64
+			wj := wideCalibrationJob(racks[0])
+			for range calibrationRuns {
+				jobs, err := run(mix{ID: -1, Group: g.Name, Jobs: []mixJob{wj}})
+				if err != nil {
+					return err
+				}
+				if jobs[0].State != scheduler.Completed {
+					return fmt.Errorf("wide calibration job: %s %s", jobs[0].State, jobs[0].Reason)
+				}
+				wide = append(wide, jobs[0].Progress.ThroughputMbps)
+			}
+			slices.Sort(wide)
+			cal.Wide, cal.WideMbps = wj, wide[len(wide)/2]
+			fmt.Printf("calibration: a lone INA job of fan-in %d gets %.2f Mbit/s\n", len(wj.Workers), cal.WideMbps)
+			res.Calibration[g.Name] = cal
 			for _, m := range mixes {
 				if m.Group != g.Name {
 					continue
@@ -211,9 +235,16 @@ func measure(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info stri
 	return res, nil
 }
 
-// calibrationJob is the lone job whose measurement sets the model's link efficiency and RTT.
+// calibrationJob is the lone job whose measurement sets the model's RTT.
 func calibrationJob(workers []string, ps string) mixJob {
 	return mixJob{Name: "calibration", Workers: workers, PS: ps, INA: true, Iterations: 150, Bytes: 65536, ComputeSec: 0.005}
+}
+
+// wideCalibrationJob is the lone INA job as wide as one rack allows, its PS on the rack's last host.
+func wideCalibrationJob(rack []string) mixJob {
+	j := calibrationJob(rack[:len(rack)-1], rack[len(rack)-1])
+	j.Name = "calibration-wide"
+	return j
 }
 
 // calibrationRuns is how many times the lone job runs; the median counts, since a run that met a
