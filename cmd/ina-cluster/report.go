@@ -173,8 +173,10 @@ func (v validation) write(path string, res *results) error {
 		"rate-limited egress queue of 64 frames with tail drop, and %s, so competing windows overflow it: a lost packet costs its chunk a retransmission and its worker half its window (the resent column), "+
 		"which neither model has. And the switches are software on a shared 2-core machine: a wide INA job puts fan-in "+
 		"packets per chunk through its ToR, and an aggregated chunk waits for the slowest of its workers, so wide INA jobs "+
-		"stay furthest below the fluid rate (last row). The simulator's per-packet switch cost, calibrated on one lone wide "+
-		"job, takes up part of that; NetPack's estimator has no such input. Model errors found and fixed on the way: the "+
+		"stay furthest below the fluid rate (last row). The simulator's per-packet switch cost is calibrated on one lone wide "+
+		"job; in the mixes, where several jobs' agents and three switches share the same two cores (and other work on this "+
+		"machine comes and goes), the packets fall further behind than one lone job shows. NetPack's estimator has no "+
+		"per-packet input at all. Model errors found and fixed on the way: the "+
 		"estimator's prediction had no window limit (a lone job is held by window x 256 B / RTT, now each job's demand), "+
 		"link rates were taken as gradient bytes while a 256 B chunk travels in a 314 B frame, and the first calibration "+
 		"scaled link rates by a lone job's share, which mistook a window limit for a slow link. System fixes: a job's "+
