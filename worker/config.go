@@ -30,10 +30,11 @@ type Config struct {
 	SrcIP, DstIP   net.IP           // this host; the job's PS
 
 	// RTO is the initial retransmission timeout (default 50ms); MinRTO and MaxRTO bound the adaptive
-	// one (defaults 10ms and 1s). The floor is high for a datacenter because software switches and
+	// one (defaults max(10ms, Workers x 2.5ms) and 1s). The floor is high for a datacenter because software switches and
 	// agents sharing a few cores see scheduling delays of several milliseconds, and a spurious
-	// RESEND is expensive: it flushes a partial sum that the peers' packets then re-open. Most
-	// losses are repaired sooner, by fast retransmission (README.md, which has the measurements).
+	// RESEND is expensive: it flushes a partial sum that the peers' packets then re-open. A chunk
+	// completes only once every worker has run, so the floor grows with the job. Most losses are
+	// repaired sooner, by fast retransmission (README.md, which has the measurements).
 	RTO, MinRTO, MaxRTO time.Duration
 	// ProgressTimeout is how long AllReduce waits without any chunk completing before it gives up
 	// with ErrNoProgress (default 5s).
@@ -66,8 +67,8 @@ func (c *Config) setDefaults() error {
 		}
 	}
 	def(&c.RTO, 50*time.Millisecond)
-	def(&c.MinRTO, 10*time.Millisecond)
 	def(&c.MaxRTO, time.Second)
+	def(&c.MinRTO, min(max(10*time.Millisecond, time.Duration(c.Workers)*2500*time.Microsecond), c.MaxRTO))
 	def(&c.ProgressTimeout, 5*time.Second)
 	if c.MinRTO > c.MaxRTO {
 		return fmt.Errorf("%w: MinRTO %v above MaxRTO %v", ErrConfig, c.MinRTO, c.MaxRTO)

@@ -2,7 +2,9 @@ package worker
 
 import (
 	"math"
+	"net"
 	"testing"
+	"time"
 )
 
 func TestToFixed(t *testing.T) {
@@ -68,5 +70,17 @@ func TestSynthetic(t *testing.T) {
 	}
 	if same > n/100 {
 		t.Errorf("ranks 0 and 1 agree on %d of %d values", same, n)
+	}
+}
+
+func TestMinRTOGrowsWithTheJob(t *testing.T) {
+	for _, c := range []struct {
+		workers     int
+		maxRTO, min time.Duration
+	}{{2, 0, 10 * time.Millisecond}, {8, 0, 20 * time.Millisecond}, {32, 0, 80 * time.Millisecond}, {32, 50 * time.Millisecond, 50 * time.Millisecond}} {
+		cfg := Config{Job: 1, Workers: c.workers, Window: 8, MaxRTO: c.maxRTO, SrcIP: net.IPv4(10, 0, 0, 1), DstIP: net.IPv4(10, 0, 0, 2)}
+		if err := cfg.setDefaults(); err != nil || cfg.MinRTO != c.min {
+			t.Errorf("%d workers, MaxRTO %v: MinRTO %v (%v), want %v", c.workers, c.maxRTO, cfg.MinRTO, err, c.min)
+		}
 	}
 }
