@@ -172,7 +172,7 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 			return fmt.Errorf("worker: job %d rank %d: receive: %w", w.cfg.Job, w.cfg.Rank, err)
 		}
 		now = time.Now() // Recv may have waited: RTT samples and progress need the arrival time
-		f := &w.rxFrame // reused: the codec (an interface) would make a local escape
+		f := &w.rxFrame  // reused: the codec (an interface) would make a local escape
 		if f.Unmarshal(w.rxbuf[:k]) != nil || f.INA.Type != wire.TypeResult || f.INA.Job != w.cfg.Job {
 			w.stats.RxErrors.Add(1)
 			continue
