@@ -52,7 +52,11 @@ func cmdDemo(args []string) error {
 	tracePath := fs.String("trace", "scheduler/examples/demo-trace.json", "jobs with submit times (JSON)")
 	policies := fs.String("policies", "netpack,gpu-balance", "placement policies to run the trace under, in order")
 	timeout := fs.Duration("timeout", 6*time.Minute, "give up on a policy's run after this long")
+	work := fs.Float64("work", 1, "scale every job's iterations (e.g. 0.2 for BMv2, an order of magnitude slower)")
 	fs.Parse(args)
+	if !(*work > 0) {
+		return fmt.Errorf("--work %v: want a positive factor", *work)
+	}
 	if os.Geteuid() != 0 {
 		fmt.Println("SKIP: cluster-demo needs root (network namespaces, veth links, AF_PACKET): run make cluster-demo as root")
 		return nil
@@ -64,6 +68,9 @@ func cmdDemo(args []string) error {
 	trace, err := scheduler.LoadTrace(*tracePath)
 	if err != nil {
 		return err
+	}
+	for i := range trace {
+		trace[i].Iterations = scaled(trace[i].Iterations, *work)
 	}
 	topo, err := topology.Load(*cf.topology)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -91,6 +92,7 @@ func cmdValidate(args []string) error {
 	doc := fs.String("doc", "", "write the report (Markdown) and its plots here, e.g. docs/validation.md")
 	from := fs.String("from", "", "predict and report from an earlier run's results.json instead of running")
 	ecn := fs.Int("ecn-threshold", 0, "switches mark ECN above this egress queue depth (packets); 0: never (the switch default)")
+	work := fs.Float64("work", 1, "scale every job's iterations (e.g. 0.25 for BMv2, an order of magnitude slower)")
 	fs.Set("window", "8")
 	fs.Parse(args)
 	var res *results
@@ -114,7 +116,10 @@ func cmdValidate(args []string) error {
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		res, err = measure(ctx, cf, target, bmv2JSON, p4info, *seed, *perGroup, *ecn)
+		if !(*work > 0) {
+			return fmt.Errorf("--work %v: want a positive factor", *work)
+		}
+		res, err = measure(ctx, cf, target, bmv2JSON, p4info, *seed, *perGroup, *ecn, *work)
 		if err != nil {
 			return err
 		}
@@ -161,7 +166,7 @@ func save(res *results, path string) error {
 }
 
 // measure runs the calibration job and every mix, a cluster per switch setting.
-func measure(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info string, seed uint64, perGroup, ecn int) (*results, error) {
+func measure(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info string, seed uint64, perGroup, ecn int, work float64) (*results, error) {
 	topo, err := topology.Load(*cf.topology)
 	if err != nil {
 		return nil, err
@@ -169,6 +174,11 @@ func measure(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info stri
 	racks := hostRacks(topo)
 	gpus := topo.Hosts[racks[0][0]].GPUs
 	mixes := genMixes(seed, defaultGroups, perGroup, racks, gpus)
+	for i := range mixes {
+		for k := range mixes[i].Jobs {
+			mixes[i].Jobs[k].Iterations = scaled(mixes[i].Jobs[k].Iterations, work)
+		}
+	}
 	res := &results{Switch: target, Topology: *cf.topology, Window: *cf.window, ECNThreshold: ecn, Mixes: mixes,
 		Calibration: map[string]calibration{}}
 	fmt.Printf("validate: switch=%s topology=%s, %d mixes in %d switch settings, logs in %s\n", target, *cf.topology,
@@ -179,7 +189,9 @@ func measure(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info stri
 			// calibrates when its cluster comes up, before any of its mixes.
 			var lone []scheduler.Job
 			for range calibrationRuns {
-				jobs, err := run(mix{ID: -1, Group: g.Name, Jobs: []mixJob{calibrationJob(racks[0][:2], racks[0][2])}})
+				lj := calibrationJob(racks[0][:2], racks[0][2])
+				lj.Iterations = scaled(lj.Iterations, work)
+				jobs, err := run(mix{ID: -1, Group: g.Name, Jobs: []mixJob{lj}})
 				if err != nil {
 					return err
 				}
@@ -193,6 +205,7 @@ func measure(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info stri
 			// the switch (fan-in packets in per chunk), the second calibrated input.
 			var wide []float64
 			wj := wideCalibrationJob(racks[0])
+			wj.Iterations = scaled(wj.Iterations, work)
 			for range calibrationRuns {
 				jobs, err := run(mix{ID: -1, Group: g.Name, Jobs: []mixJob{wj}})
 				if err != nil {
@@ -356,6 +369,9 @@ func runMix(ctx context.Context, svc *scheduler.Service, m mix) ([]scheduler.Job
 		}
 	}
 }
+
+// scaled is n iterations scaled by f, at least 5 (the first is not timed).
+func scaled(n int, f float64) int { return max(5, int(math.Round(float64(n)*f))) }
 
 func slotBase(j scheduler.Job) int {
 	if j.Placement == nil {
