@@ -89,7 +89,7 @@ func cmdDemo(args []string) error {
 	var cal *calibration
 	for i, pol := range strings.Split(*policies, ",") {
 		rctx, cancel := context.WithTimeout(ctx, *timeout)
-		r, err := runTrace(rctx, cf, target, bmv2JSON, p4info, pol, fmt.Sprintf("%s%d", *cf.prefix, i), trace, cal == nil)
+		r, err := runTrace(rctx, cf, target, bmv2JSON, p4info, pol, fmt.Sprintf("%s%d", *cf.prefix, i), trace, cal == nil, *work)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("%s: %w", pol, err)
@@ -126,7 +126,7 @@ type traceRun struct {
 // through its API, until every job ended; with calibrate, a lone job runs first to calibrate the
 // simulator's links and RTT (validate's calibration).
 func runTrace(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info, policy, prefix string, trace []scheduler.TraceJob,
-	calibrate bool) (*traceRun, error) {
+	calibrate bool, work float64) (*traceRun, error) {
 	dir := filepath.Join(*cf.dir, policy)
 	_ = os.RemoveAll(dir) // state of an earlier run must not be re-attached
 	cl, err := emu.Start(ctx, emu.Config{Topology: *cf.topology, Prefix: prefix, Switch: target, BMv2JSON: bmv2JSON,
@@ -169,7 +169,7 @@ func runTrace(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info, po
 	fmt.Printf("cluster-demo: %s: cluster up (%s switches, controller %s, scheduler %s)\n", policy, target, cl.API, listen)
 	r := &traceRun{policy: policy, jobs: map[string]scheduler.Job{}}
 	if calibrate {
-		if r.cal, err = runCalibration(ctx, c, cl.Topo, *cf.window); err != nil {
+		if r.cal, err = runCalibration(ctx, c, cl.Topo, *cf.window, work); err != nil {
 			return nil, err
 		}
 	}
@@ -229,7 +229,7 @@ func runTrace(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info, po
 }
 
 // runCalibration runs validate's lone calibration job on the first rack with three hosts.
-func runCalibration(ctx context.Context, c *scheduler.Client, topo *topology.Topology, window int) (*calibration, error) {
+func runCalibration(ctx context.Context, c *scheduler.Client, topo *topology.Topology, window int, work float64) (*calibration, error) {
 	var rack []string
 	for _, r := range hostRacks(topo) {
 		if len(r) >= 3 {
@@ -241,6 +241,7 @@ func runCalibration(ctx context.Context, c *scheduler.Client, topo *topology.Top
 		return nil, fmt.Errorf("calibration needs a rack of three hosts")
 	}
 	mj := calibrationJob(rack[:2], rack[2])
+	mj.Iterations = scaled(mj.Iterations, work)
 	var runs []scheduler.Job
 	for range calibrationRuns {
 		j, err := c.Submit(ctx, mj.submission())
