@@ -2,6 +2,7 @@ package refswitch
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/antoninbas/p4runtime-go-client/pkg/client"
 
 	"github.com/inapack/inapack/internal/afring"
+	"github.com/inapack/inapack/p4src/wire"
 )
 
 // ipv4Frame is a minimum-size UDP/IPv4 frame (not INA) to dst.
@@ -21,6 +23,8 @@ func ipv4Frame(dst net.IP) []byte {
 	copy(f[30:34], dst.To4())
 	f[36], f[37] = 0x13, 0x88 // UDP port 5000: not INA
 	f[38], f[39] = 0, 30
+	f[24], f[25] = 0, 0 // a valid header checksum: the switch does not route a bad one
+	binary.BigEndian.PutUint16(f[24:], wire.IPv4Checksum(f[14:34]))
 	return f
 }
 

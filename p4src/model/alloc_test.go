@@ -27,6 +27,7 @@ func TestProcessAppendAllocatesNothing(t *testing.T) {
 	plain := frame(1, 0, 1, 0)
 	plain[offUDPDport] = 0
 	copy(plain[offIPDst:], []byte{10, 1, 2, 3})
+	deparse(plain, false) // the checksum of the new destination: a bad one is not routed
 	outs := make([]Output, 0, 8)
 	i := 0
 	for _, c := range []struct {

@@ -26,6 +26,18 @@ func TestEvictWithoutPS(t *testing.T) {
 		s.Events()[wire.EventEvicted].Packets != 0 {
 		t.Error("preemption counters")
 	}
+	if s.Events()[wire.EventDropUnknownJob].Packets != 1 || s.JobEvents(1)[wire.EventDropUnknownJob].Packets != 0 {
+		t.Error("the dropped partial is not counted drop_unknown_job (in ina_events only)")
+	}
+}
+
+// Values the P4 table accepts (any 8-bit fan_in, group 0) are accepted: docs/protocol.md says
+// what they do, and the conformance vectors install them.
+func TestTableAcceptsWhatP4Accepts(t *testing.T) {
+	s := New()
+	must(t, s.SetJob(JobKey{1, 1}, JobEntry{Role: RoleWorker, WorkerBit: 1, FanIn: 0}))
+	must(t, s.SetJob(JobKey{1, 2}, JobEntry{Role: RoleWorker, WorkerBit: 2, FanIn: 255}))
+	must(t, s.SetJob(JobKey{1, 7}, JobEntry{Role: RoleResult, McastGroup: 0}))
 }
 
 // A result whose group has no replicas is counted and emits nothing; in ATP mode a result for an
@@ -58,6 +70,7 @@ func TestIPv4ForwardRewrites(t *testing.T) {
 	in[0] = 0xaa
 	copy(in[offIPDst:], []byte{10, 1, 2, 3})
 	in[offUDPCsum] = 0x12
+	deparse(in, false) // a valid IPv4 checksum for the new destination
 	out := s.Process(1, in)
 	if len(out) != 1 || out[0].Port != 4 {
 		t.Fatalf("outputs %v", out)

@@ -12,6 +12,7 @@ const (
 	offEthType  = 12
 	offIP       = 14
 	offIPTotLen = offIP + 2
+	offIPFrag   = offIP + 6 // 3 flag bits (reserved, DF, MF) and the 13-bit fragment offset
 	offIPTTL    = offIP + 8
 	offIPProto  = offIP + 9
 	offIPCsum   = offIP + 10
@@ -31,7 +32,14 @@ const (
 )
 
 func be16(b []byte) uint16 { return binary.BigEndian.Uint16(b) }
-func be32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
+
+// checksumOK verifies the IPv4 header checksum over the 20 bytes the parser extracts.
+func checksumOK(f []byte) bool { return wire.IPv4Checksum(f[offIP:offUDP]) == 0 }
+
+// fragOffset is the IPv4 fragment offset; moreFragments the MF flag.
+func fragOffset(f []byte) uint16  { return be16(f[offIPFrag:]) & 0x1fff }
+func moreFragments(f []byte) bool { return f[offIPFrag]&0x20 != 0 }
+func be32(b []byte) uint32        { return binary.BigEndian.Uint32(b) }
 
 // inaHeader is the part of the INA header the ingress reads.
 type inaHeader struct {

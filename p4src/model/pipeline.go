@@ -58,15 +58,22 @@ func (s *Switch) ingress(inPort uint16, f []byte) ([]Output, kind) {
 		return nil, kindIPv4
 	}
 	// The parser recognises INA once the whole UDP header is in; a UDP header cut short leaves
-	// only IPv4 valid, so such a frame is ordinary traffic.
-	if f[offIPProto] == wire.ProtoUDP && len(f) >= offINA && be16(f[offUDPDport:]) == wire.UDPPort {
+	// only IPv4 valid, so such a frame is ordinary traffic. A fragment other than the first
+	// carries no UDP header, so it is never INA.
+	if f[offIPProto] == wire.ProtoUDP && fragOffset(f) == 0 && len(f) >= offINA &&
+		be16(f[offUDPDport:]) == wire.UDPPort {
 		return s.ina(inPort, f)
 	}
 	return s.ipv4(f), kindIPv4
 }
 
-// ipv4 is the ipv4_lpm table: ipv4_forward or drop.
+// ipv4 is ordinary IPv4 forwarding: a header the switch would not route is dropped (bad checksum,
+// options, TTL that would reach 0), otherwise the ipv4_lpm table forwards or drops it.
 func (s *Switch) ipv4(f []byte) []Output {
+	if !checksumOK(f) || f[offIP]&0x0f != 5 || f[offIPTTL] <= 1 {
+		s.count(noJob, wire.EventIPv4Dropped, len(f))
+		return nil
+	}
 	dst := netip.AddrFrom4([4]byte(f[offIPDst : offIPDst+4]))
 	for i := range s.routes {
 		r := &s.routes[i]
@@ -89,7 +96,7 @@ func (s *Switch) ipv4(f []byte) []Output {
 func (s *Switch) ina(inPort uint16, f []byte) ([]Output, kind) {
 	n := len(f)
 	if n != wire.FrameLen || f[offIP]&0x0f != 5 || be16(f[offIPTotLen:]) != wire.IPv4TotalLen ||
-		be16(f[offUDPLen:]) != wire.UDPLen {
+		be16(f[offUDPLen:]) != wire.UDPLen || !checksumOK(f) || moreFragments(f) {
 		s.count(noJob, wire.EventDropMalformed, n)
 		return nil, kindData
 	}
@@ -110,7 +117,7 @@ func (s *Switch) ina(inPort uint16, f []byte) ([]Output, kind) {
 	e, ok := s.jobs[JobKey{Job: h.job, Port: inPort}]
 	switch {
 	case ok && h.typ == uint8(wire.TypeResult) && e.Role == RoleResult:
-		return s.result(&h, &e, f), kindResult
+		return s.result(inPort, &h, &e, f), kindResult
 	case ok && h.typ == uint8(wire.TypeData) && e.Role == RoleWorker:
 		return s.worker(&h, &e, f), kindData
 	case ok && h.typ == uint8(wire.TypeData) && e.Role == RoleTransit:
@@ -126,20 +133,20 @@ func (s *Switch) out(job uint16, f []byte) []Output {
 	return s.single(s.ps[job].Port, f)
 }
 
-// result replicates a result to the job's multicast group; in ATP mode it frees the slot first.
-func (s *Switch) result(h *inaHeader, e *JobEntry, f []byte) []Output {
-	if s.settings.ReleaseOnResult && h.slot < s.settings.ActiveSlots {
+// result replicates a result to the job's multicast group, except back out the port it came in
+// on; in ATP mode it frees the slot first. Group 0 and a group never configured have no ports.
+func (s *Switch) result(inPort uint16, h *inaHeader, e *JobEntry, f []byte) []Output {
+	if s.settings.ReleaseOnResult && h.slot < s.settings.slots() {
 		if sl := &s.slots[h.slot]; !sl.Free() && sl.Job == h.job && sl.Seq == h.seq {
 			sl.release()
 		}
 	}
 	s.count(int(h.job), wire.EventResult, len(f))
-	ports := s.groups[e.McastGroup]
-	if len(ports) == 0 {
-		return nil
-	}
 	outs := s.multi[:0]
-	for _, p := range ports {
+	for _, p := range s.groups[e.McastGroup] {
+		if p == inPort {
+			continue
+		}
 		c := s.frame(len(f))
 		copy(c, f)
 		outs = append(outs, Output{Port: p, Frame: c})

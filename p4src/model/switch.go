@@ -12,7 +12,7 @@ type Settings struct {
 	Preempt         bool   // a higher-priority job may take a slot from a lower one
 	ReleaseOnResult bool   // ATP mode: a complete slot is freed by the result, not at completion
 	ECNThreshold    uint32 // egress marks data packets when the queue depth >= this (<= wire.MaxECNThreshold)
-	ActiveSlots     uint16 // slots in use, <= wire.NumSlots
+	ActiveSlots     uint16 // slots in use; above wire.NumSlots acts as wire.NumSlots
 }
 
 // DefaultSettings is the P4 program's initial default action: ina_set_settings(1, 0, 0x7FFFF, NUM_SLOTS).
@@ -20,12 +20,14 @@ func DefaultSettings() Settings {
 	return Settings{Preempt: true, ECNThreshold: wire.MaxECNThreshold, ActiveSlots: wire.NumSlots}
 }
 
-// clamp fits the settings into their P4 field widths and the register size.
+// clamp fits the settings into their P4 field widths.
 func (st Settings) clamp() Settings {
 	st.ECNThreshold = min(st.ECNThreshold, wire.MaxECNThreshold)
-	st.ActiveSlots = min(st.ActiveSlots, wire.NumSlots)
 	return st
 }
+
+// slots is the number of slots in use: ActiveSlots, of which only wire.NumSlots exist.
+func (st Settings) slots() uint16 { return min(st.ActiveSlots, wire.NumSlots) }
 
 // Output is one packet leaving the switch.
 type Output struct {
@@ -92,8 +94,8 @@ func (s *Switch) reset() {
 	s.slots = [wire.NumSlots]Slot{}
 }
 
-// SetSettings sets the ina_settings default action. Values wider than their P4 fields are clamped
-// (ECNThreshold to wire.MaxECNThreshold, ActiveSlots to wire.NumSlots); Validate reports them instead.
+// SetSettings sets the ina_settings default action. An ECNThreshold wider than its P4 field is
+// clamped to wire.MaxECNThreshold (Validate reports it instead); ActiveSlots is kept as written.
 func (s *Switch) SetSettings(st Settings) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -47,10 +47,10 @@ type JobKey struct {
 type JobEntry struct {
 	Role        Role
 	WorkerBit   uint32 // ina_worker: the worker's bit (a mask with exactly one bit set)
-	FanIn       uint8  // ina_worker: members aggregated at this switch, 1..32
+	FanIn       uint8  // ina_worker: members aggregated at this switch (0 acts as 1, as in P4)
 	PriorityCap uint8  // ina_worker: the highest priority the job may claim
 	INAEnabled  bool   // ina_worker: false = every packet bypasses the slots
-	McastGroup  uint16 // ina_result: the PRE group the result is replicated to
+	McastGroup  uint16 // ina_result: the PRE group the result is replicated to (0: none)
 }
 
 // PSEntry is the action data of an ina_ps entry: where "to the PS" goes for a job.
@@ -87,14 +87,8 @@ func (e JobEntry) validate() error {
 		if bits.OnesCount32(e.WorkerBit) != 1 {
 			return fmt.Errorf("%w: worker_bit %#x must have exactly one bit set", ErrInvalid, e.WorkerBit)
 		}
-		if e.FanIn == 0 || e.FanIn > wire.MaxWorkers {
-			return fmt.Errorf("%w: fan_in %d outside 1..%d", ErrInvalid, e.FanIn, wire.MaxWorkers)
-		}
-	case RoleResult:
-		if e.McastGroup == 0 {
-			return fmt.Errorf("%w: multicast group 0 means no replication", ErrInvalid)
-		}
-	case RoleTransit:
+		// Any fan_in fits the P4 field; docs/protocol.md defines 0 and values above the members.
+	case RoleResult, RoleTransit:
 	default:
 		return fmt.Errorf("%w: unknown role %d", ErrInvalid, e.Role)
 	}

@@ -7,10 +7,6 @@ import "github.com/inapack/inapack/p4src/wire"
 func (s *Switch) worker(h *inaHeader, e *JobEntry, f []byte) []Output {
 	n := len(f)
 	j := int(h.job)
-	if h.slot >= s.settings.ActiveSlots {
-		s.count(j, wire.EventDropSlotRange, n)
-		return nil
-	}
 	flags := h.flags & wire.WorkerFlags // a worker cannot forge the switch's flags
 	p := min(h.prio, e.PriorityCap)
 	bit := e.WorkerBit
@@ -27,12 +23,17 @@ func (s *Switch) worker(h *inaHeader, e *JobEntry, f []byte) []Output {
 		return s.out(h.job, o)
 	}
 
-	// Step 1: bypass. Step 2: fan-in 1, nothing to aggregate here.
+	// Step 1: bypass. Step 2: fan-in 1 (or 0, which no count can reach), nothing to aggregate
+	// here. Neither touches a slot, so neither is range-checked.
 	if !e.INAEnabled || flags&wire.FlagBypass != 0 {
 		return unaggregated(0, wire.EventBypass)
 	}
-	if e.FanIn == 1 {
+	if e.FanIn <= 1 {
 		return unaggregated(0, wire.EventCompleted)
+	}
+	if h.slot >= s.settings.slots() {
+		s.count(j, wire.EventDropSlotRange, n)
+		return nil
 	}
 
 	sl := &s.slots[h.slot]
@@ -102,9 +103,11 @@ func (s *Switch) own(h *inaHeader, e *JobEntry, sl *Slot, f []byte, flags wire.F
 
 // evict builds the packet that carries the slot's current owner (identity, priority, bitmap,
 // values, state flags) to that owner's PS, flagged named. It returns nil when the owner has no
-// ina_ps entry any more (its job was removed while it held the slot): the partial is lost.
+// ina_ps entry any more (its job was removed while it held the slot): the partial is dropped and
+// counted drop_unknown_job, as a packet of its own with no trusted job.
 func (s *Switch) evict(sl *Slot, f []byte, named wire.Flags) []Output {
 	if !s.ps[sl.Job].ok {
+		s.count(noJob, wire.EventDropUnknownJob, len(f))
 		return nil
 	}
 	o := s.toPS(f, &s.ps[sl.Job].PSEntry)

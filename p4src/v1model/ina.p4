@@ -53,6 +53,9 @@ control InaEgress(inout headers_t hdr, inout ina_meta_t meta, inout standard_met
     apply {
         if (meta.recirculate == 1) {
             recirculate_preserving_field_list(0);
+        } else if (hdr.ina.isValid() && hdr.ina.pkt_type == INA_TYPE_RESULT &&
+                standard_metadata.egress_port == standard_metadata.ingress_port) {
+            mark_to_drop(standard_metadata); // a result never goes back out its ingress port
         } else {
             ecn_marking.apply(hdr, meta, standard_metadata);
         }

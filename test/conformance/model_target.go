@@ -73,18 +73,26 @@ func (m *ModelTarget) Send(port uint16, frame []byte) ([]Output, error) {
 
 // Counters implements Target.
 func (m *ModelTarget) Counters(jobs []uint16) (*Counters, error) {
-	c := &Counters{Jobs: map[uint16][wire.NumEvents]uint64{}}
+	c := &Counters{Jobs: map[uint16][wire.NumEvents]Count{}}
 	for i, e := range m.Switch.Events() {
-		c.Global[i] = e.Packets
+		c.Global[i] = Count(e)
 	}
 	for _, j := range jobs {
-		var v [wire.NumEvents]uint64
+		var v [wire.NumEvents]Count
 		for i, e := range m.Switch.JobEvents(j) {
-			v[i] = e.Packets
+			v[i] = Count(e)
 		}
 		c.Jobs[j] = v
 	}
 	return c, nil
+}
+
+// DeletePS implements Target.
+func (m *ModelTarget) DeletePS(job uint16) error {
+	if !m.Switch.DeletePS(job) {
+		return fmt.Errorf("no ina_ps entry for job %d", job)
+	}
+	return nil
 }
 
 // ModelSettings is the settings with the P4 program's initial default for omitted fields.

@@ -43,8 +43,8 @@ type VLANSpec struct {
 	TPID *uint16 `json:"tpid"`
 }
 
-// IPv4Spec overrides IPv4 fields. IHL, Version and TotalLength change only the field, never the
-// layout (the header is always 20 bytes), so malformed headers can be written.
+// IPv4Spec overrides IPv4 fields. IHL, Version, TotalLength and Checksum change only the field,
+// never the layout (the header is always 20 bytes), so malformed headers can be written.
 type IPv4Spec struct {
 	Src         *string `json:"src"`
 	Dst         *string `json:"dst"`
@@ -55,6 +55,9 @@ type IPv4Spec struct {
 	Version     *uint8  `json:"version"`
 	IHL         *uint8  `json:"ihl"`
 	TotalLength *uint16 `json:"total_length"`
+	Flags       *uint8  `json:"flags"`       // 3 bits: reserved, DF (2), MF (1)
+	FragOffset  *uint16 `json:"frag_offset"` // 13 bits, in 8-byte units
+	Checksum    *uint16 `json:"checksum"`    // default: computed
 }
 
 // UDPSpec overrides UDP fields.
@@ -227,11 +230,15 @@ func (p *Packet) buildIPv4(payload []byte) ([]byte, error) {
 	h[1] = or(s.TOS, 0)
 	binary.BigEndian.PutUint16(h[2:], or(s.TotalLength, uint16(20+len(body))))
 	binary.BigEndian.PutUint16(h[4:], or(s.ID, 1))
+	if or(s.Flags, 0) > 7 || or(s.FragOffset, 0) > 0x1fff {
+		return nil, fmt.Errorf("ipv4: flags %d or frag_offset %d does not fit", or(s.Flags, 0), or(s.FragOffset, 0))
+	}
+	binary.BigEndian.PutUint16(h[6:], uint16(or(s.Flags, 0))<<13|or(s.FragOffset, 0))
 	h[8] = or(s.TTL, 64)
 	h[9] = or(s.Protocol, wire.ProtoUDP)
 	copy(h[12:], srcIP)
 	copy(h[16:], dstIP)
-	binary.BigEndian.PutUint16(h[10:], wire.IPv4Checksum(h))
+	binary.BigEndian.PutUint16(h[10:], or(s.Checksum, wire.IPv4Checksum(h)))
 	return append(h, body...), nil
 }
 

@@ -47,6 +47,11 @@ func Run(tg Target, v *Vector) ([]Mismatch, error) {
 		if err != nil {
 			return ms, fmt.Errorf("%s step %d: %w", v.Name, i, err)
 		}
+		for _, j := range st.DeletePS {
+			if err := tg.DeletePS(j); err != nil {
+				return ms, fmt.Errorf("%s step %d: delete ina_ps %d: %w", v.Name, i, j, err)
+			}
+		}
 		before, err := tg.Counters(jobs)
 		if err != nil {
 			return ms, err
@@ -66,7 +71,7 @@ func Run(tg Target, v *Vector) ([]Mismatch, error) {
 		for _, d := range compareOutputs(want, got) {
 			fail("%s", d)
 		}
-		for _, d := range compareCounters(st.Counters, before, after, jobs) {
+		for _, d := range compareCounters(st.Counters, len(in), before, after, jobs) {
 			fail("%s", d)
 		}
 	}
@@ -147,13 +152,19 @@ func compareOutputs(want, got []Output) []string {
 	return out
 }
 
-func compareCounters(d Deltas, before, after *Counters, jobs []uint16) []string {
+// compareCounters checks packet deltas against d and byte deltas against packets x frameLen: every
+// event a step causes is counted with the length of the frame it sent (an INA packet leaves with
+// the length it came with, so ecn_marked too).
+func compareCounters(d Deltas, frameLen int, before, after *Counters, jobs []uint16) []string {
 	var out []string
-	check := func(scope string, want map[string]uint64, b, a [wire.NumEvents]uint64) {
+	check := func(scope string, want map[string]uint64, b, a [wire.NumEvents]Count) {
 		for e := wire.Event(0); e < wire.NumEvents; e++ {
 			w := want[e.String()]
-			if g := a[e] - b[e]; g != w {
+			if g := a[e].Packets - b[e].Packets; g != w {
 				out = append(out, fmt.Sprintf("counter %s %s: want +%d, got +%d", scope, e, w, g))
+			} else if g := a[e].Bytes - b[e].Bytes; g != w*uint64(frameLen) {
+				out = append(out, fmt.Sprintf("counter %s %s bytes: want +%d (%d x %d), got +%d",
+					scope, e, w*uint64(frameLen), w, frameLen, g))
 			}
 		}
 	}

@@ -8,8 +8,10 @@ type Target interface {
 	Setup(setup *Setup) error
 	// Send puts frame into port and returns every packet that leaves because of it.
 	Send(port uint16, frame []byte) ([]Output, error)
-	// Counters reads ina_events and the ina_job_events of the given jobs, in packets.
+	// Counters reads ina_events and the ina_job_events of the given jobs.
 	Counters(jobs []uint16) (*Counters, error)
+	// DeletePS removes the ina_ps entry of a job.
+	DeletePS(job uint16) error
 }
 
 // Output is a packet that left the switch.
@@ -18,8 +20,13 @@ type Output struct {
 	Frame []byte
 }
 
-// Counters are packet counts indexed by wire.Event.
+// Count is one packets-and-bytes counter entry.
+type Count struct {
+	Packets, Bytes uint64
+}
+
+// Counters are counter entries indexed by wire.Event.
 type Counters struct {
-	Global [wire.NumEvents]uint64
-	Jobs   map[uint16][wire.NumEvents]uint64
+	Global [wire.NumEvents]Count
+	Jobs   map[uint16][wire.NumEvents]Count
 }

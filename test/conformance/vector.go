@@ -78,9 +78,11 @@ type McastSpec struct {
 	Ports []uint16 `json:"ports"`
 }
 
-// Step sends one packet and states what must come out and how the counters move.
+// Step sends one packet and states what must come out and how the counters move. DeletePS lists
+// ina_ps entries removed before the packet is sent (a job removed while it holds a slot).
 type Step struct {
 	Comment  string       `json:"comment"`
+	DeletePS []uint16     `json:"delete_ps"`
 	In       PortPacket   `json:"in"`
 	Out      []PortPacket `json:"out"`
 	Counters Deltas       `json:"counters"`
@@ -92,7 +94,8 @@ type PortPacket struct {
 	Packet Packet `json:"packet"`
 }
 
-// Deltas are counter changes in packets, by event name.
+// Deltas are counter changes in packets, by event name. Byte counters must move by the packets
+// times the length of the frame the step sends (docs/protocol.md, "Counting").
 type Deltas struct {
 	Global map[string]uint64            `json:"global"`
 	Jobs   map[string]map[string]uint64 `json:"jobs"`

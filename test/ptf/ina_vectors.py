@@ -123,11 +123,14 @@ class VectorTest(P4RuntimeTest):
         return want
 
     @staticmethod
-    def deltas(before, after):
-        return {k: [after[k][e][0] - before[k][e][0] for e in range(NUM_EVENTS)] for k in after}
+    def deltas(before, after, which=0):
+        """Per-event deltas of packets (which=0) or bytes (which=1)."""
+        return {k: [after[k][e][which] - before[k][e][which] for e in range(NUM_EVENTS)] for k in after}
 
     def run_step(self, vname, n, step):
         where = "%s step %d (%s)" % (vname, n, step.get("comment", ""))
+        for job in step.get("delete_ps", []):
+            self.delete_table_entry("ina_ps", {"hdr.ina.job_id": job})
         before = self.read_events()
         want = self.expected_deltas(step.get("counters"))
         frame = build(step["in"]["packet"])
@@ -154,17 +157,24 @@ class VectorTest(P4RuntimeTest):
                               % (where, i, port, dump(exp), dump(bytes(res.packet))))
 
         # Counters settle shortly after the packet was processed (at once where it left).
+        # Every event a step causes counts the length of the frame it sent (test/vectors/README.md).
+        want_bytes = {k: [n * len(frame) for n in v] for k, v in want.items()}
         timeout = float(testutils.test_param_get("counter_timeout", 2))
         deadline = time.time() + timeout
         while True:
-            got = self.deltas(before, self.read_events())
-            if got == want or time.time() > deadline:
+            after = self.read_events()
+            got, got_bytes = self.deltas(before, after), self.deltas(before, after, 1)
+            if (got == want and got_bytes == want_bytes) or time.time() > deadline:
                 break
             time.sleep(0.05)
         for key in want:
             diff = {EVENTS[e]: (got[key][e], want[key][e]) for e in range(NUM_EVENTS) if got[key][e] != want[key][e]}
             if diff:
                 self.fail("%s: counter deltas for %s differ, event: (got, want): %s" % (where, key, diff))
+            diff = {EVENTS[e]: (got_bytes[key][e], want_bytes[key][e])
+                    for e in range(NUM_EVENTS) if got_bytes[key][e] != want_bytes[key][e]}
+            if diff:
+                self.fail("%s: byte counter deltas for %s differ, event: (got, want): %s" % (where, key, diff))
         testutils.verify_no_other_packets(self)
 
 

@@ -176,6 +176,16 @@ class P4RuntimeTest(BaseTest):
         update.entity.table_entry.CopyFrom(self.table_entry(table, match, action, params))
         self.write(update)
 
+    def delete_table_entry(self, table, match):
+        """Deletes the entry of an exact-match table with this match."""
+        t = self._get("tables", table)
+        entry = p4runtime_pb2.TableEntry(table_id=t.preamble.id)
+        for mf in t.match_fields:
+            entry.match.add(field_id=mf.id).exact.value = encode(match[mf.name], mf.bitwidth)
+        update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.DELETE)
+        update.entity.table_entry.CopyFrom(entry)
+        self.write(update)
+
     def set_default_action(self, table, action, params=None):
         update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY)
         entry = self.table_entry(table, {}, action, params)

@@ -43,10 +43,13 @@ def build(spec):
     ip = _layer(spec, "ipv4", IPV4_DEFAULTS)
     if ip is not None:
         ipv4 = IP(version=ip.get("version", 4), ihl=ip.get("ihl", 5), tos=ip["tos"], id=ip["id"],
-                  flags=0, frag=0, ttl=ip["ttl"], proto=ip["protocol"],
+                  flags=ip.get("flags", 0), frag=ip.get("frag_offset", 0), ttl=ip["ttl"],
+                  proto=ip["protocol"],
                   src=str(ipaddress.IPv4Address(ip["src"])), dst=str(ipaddress.IPv4Address(ip["dst"])))
         if "total_length" in ip:
             ipv4.len = ip["total_length"]
+        if "checksum" in ip:
+            ipv4.chksum = ip["checksum"]
         pkt = pkt / ipv4
         udp = _layer(spec, "udp", {"sport": INA_UDP_PORT, "dport": INA_UDP_PORT})
         if udp is not None:

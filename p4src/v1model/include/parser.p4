@@ -17,9 +17,10 @@ parser InaParser(packet_in pkt, out headers_t hdr, inout ina_meta_t meta,
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
         // IPv4 options are not parsed: UDP is read right after the 20-byte header whatever the
-        // IHL, and ingress drops an INA packet whose IHL is not 5 (drop_malformed).
-        transition select(hdr.ipv4.protocol) {
-            IP_PROTO_UDP: parse_udp;
+        // IHL, and ingress drops an INA packet whose IHL is not 5 (drop_malformed). Only an
+        // unfragmented packet or a first fragment has a UDP header.
+        transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (0, IP_PROTO_UDP): parse_udp;
             default: accept;
         }
     }
@@ -52,8 +53,16 @@ control InaDeparser(packet_out pkt, in headers_t hdr) {
     }
 }
 
+// A bad IPv4 header checksum sets standard_metadata.checksum_error; ingress drops the packet
+// (drop_malformed for INA, ipv4_dropped otherwise).
 control InaVerifyChecksum(inout headers_t hdr, inout ina_meta_t meta) {
-    apply { }
+    apply {
+        verify_checksum(hdr.ipv4.isValid(),
+            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.tos, hdr.ipv4.total_len,
+              hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
+              hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
+            hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
+    }
 }
 
 // Every emitted IPv4 header gets a fresh checksum (TTL, dst address and lengths may have changed).

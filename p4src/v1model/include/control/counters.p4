@@ -33,6 +33,8 @@ control EventCounting(in ina_meta_t meta) {
             if (meta.evicted == 1 && meta.evicted_job < MAX_JOBS) {
                 ina_job_events.count((bit<32>)meta.evicted_job * NUM_EVENTS + EVENT_EVICTED);
             }
+        } else if (meta.event == EVENT_DROP_UNKNOWN_JOB) {
+            ina_events.count(EVENT_DROP_UNKNOWN_JOB); // an evicted partial whose job has no PS
         }
     }
 }

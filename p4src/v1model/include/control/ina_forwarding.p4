@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Sends an INA packet where the slot logic decided: to the PS of the job it carries, to the job's
-// multicast group, into a second pass (an evicted partial of another job), or nowhere.
+// multicast group, into a second pass (an evicted partial of another job), or nowhere. Group 0
+// replicates nothing (left to v1model, the packet would go to port 0).
 #ifndef INA_V1MODEL_INA_FORWARDING_P4
 #define INA_V1MODEL_INA_FORWARDING_P4
 
@@ -12,7 +13,7 @@ control InaForwarding(inout headers_t hdr, inout ina_meta_t meta, inout standard
             hdr.ethernet.dst_addr = meta.ps_mac;
             hdr.ipv4.dst_addr = meta.ps_ip;
             hdr.udp.checksum = 0;
-        } else if (meta.egress_to == OUT_MCAST) {
+        } else if (meta.egress_to == OUT_MCAST && meta.mcast_group != 0) {
             sm.mcast_grp = meta.mcast_group;
             hdr.udp.checksum = 0;
         } else if (meta.egress_to == OUT_EVICT) {

@@ -31,6 +31,10 @@ control Ipv4Forwarding(inout headers_t hdr, inout ina_meta_t meta, inout standar
             if (hdr.ethernet.ether_type == ETHERTYPE_IPV4) {
                 meta.event = EVENT_IPV4_DROPPED; // IPv4 header cut short
             } // other frames: dropped, not counted
+        } else if (sm.checksum_error == 1 || hdr.ipv4.ihl != 5 || hdr.ipv4.ttl <= 1) {
+            // Not routed: a corrupt header, options (not parsed), or a TTL that would reach 0.
+            mark_to_drop(sm);
+            meta.event = EVENT_IPV4_DROPPED;
         } else {
             ipv4_lpm.apply();
         }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Job lookup: ina_ps (job -> PS) and ina_job ((job, ingress port) -> role). Decides
-// drop_unknown_job, drop_bad_port and drop_slot_range, and normalises a member worker's data
-// packet (clamped priority, worker bit as bitmap, switch-owned flags cleared).
+// drop_unknown_job and drop_bad_port, and normalises a member worker's data packet (clamped
+// priority, worker bit as bitmap, switch-owned and reserved flags cleared).
 #ifndef INA_V1MODEL_JOB_LOOKUP_P4
 #define INA_V1MODEL_JOB_LOOKUP_P4
 
@@ -53,8 +53,14 @@ control JobLookup(inout headers_t hdr, inout ina_meta_t meta, in standard_metada
         meta.job_known = 0;
         ina_ps.apply();
         if (meta.evict_pass == 1) {
-            // Second pass of an evicted partial: only its PS is wanted.
-            meta.egress_to = meta.ps_hit == 1 ? (bit<2>)OUT_PS : (bit<2>)OUT_DROP;
+            // Second pass of an evicted partial: only its PS is wanted. Without one (the job was
+            // removed while it held the slot) the partial is dropped as drop_unknown_job.
+            if (meta.ps_hit == 1) {
+                meta.egress_to = OUT_PS;
+            } else {
+                meta.egress_to = OUT_DROP;
+                meta.event = EVENT_DROP_UNKNOWN_JOB;
+            }
             return;
         }
         if (meta.event != EVENT_NONE) {
@@ -73,8 +79,6 @@ control JobLookup(inout headers_t hdr, inout ina_meta_t meta, in standard_metada
                 meta.egress_to = OUT_PS;
             } else if (meta.role != ROLE_WORKER) {
                 meta.event = EVENT_DROP_BAD_PORT;
-            } else if (hdr.ina.slot >= meta.active_slots || hdr.ina.slot >= NUM_SLOTS) {
-                meta.event = EVENT_DROP_SLOT_RANGE;
             } else {
                 hdr.ina.flags = hdr.ina.flags & WORKER_FLAGS;
                 if (hdr.ina.priority > meta.priority_cap) {

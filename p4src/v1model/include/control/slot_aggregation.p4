@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The aggregator slots and their state machine (docs/protocol.md, "Data packet from member worker"
-// steps 1-8, and the ATP-mode release by a result). BMv2 lets one pass read and write a register
-// freely, so this is the state machine written out directly; the TNA build splits it into
-// RegisterActions (p4src/tna/include/control/slot_state.p4 and slot_values.p4).
+// steps 1-8, the slot range check before step 3, and the ATP-mode release by a result). BMv2 lets
+// one pass read and write a register freely, so this is the state machine written out directly;
+// the TNA build splits it into RegisterActions (p4src/tna/include/control/slot_state.p4 and
+// slot_values.p4).
 #ifndef INA_V1MODEL_SLOT_AGGREGATION_P4
 #define INA_V1MODEL_SLOT_AGGREGATION_P4
 
@@ -85,93 +86,106 @@ control SlotAggregation(inout headers_t hdr, inout ina_meta_t meta) {
     apply {
         idx = (bit<32>)hdr.ina.slot;
         clipped = 0;
-        if (hdr.ina.pkt_type == INA_TYPE_RESULT &&
-                (hdr.ina.slot >= meta.active_slots || hdr.ina.slot >= NUM_SLOTS)) {
-            return; // a result's slot is only a hint; out of range it frees nothing
+        bool data = hdr.ina.pkt_type == INA_TYPE_DATA;
+        // Steps 3-8, and an ATP result, touch the slot: only one that exists and is active. (No
+        // early returns: p4c then loses track of the register reads below.)
+        bool touch = true;
+        if (data) {
+            meta.egress_to = OUT_PS;
+            if (meta.ina_enabled == 0 || (hdr.ina.flags & FLAG_BYPASS) != 0) {
+                meta.event = EVENT_BYPASS;                                // 1
+                touch = false;
+            } else if (meta.fan_in <= 1) {
+                meta.event = EVENT_COMPLETED;                             // 2 (and fan_in 0)
+                touch = false;
+            }
         }
-        slot_count.read(o_count, idx);
-        slot_job.read(o_job, idx);
-        slot_seq.read(o_seq, idx);
-
-        if (hdr.ina.pkt_type == INA_TYPE_RESULT) {
+        if (touch && (hdr.ina.slot >= meta.active_slots || hdr.ina.slot >= NUM_SLOTS)) {
+            if (data) {
+                meta.event = EVENT_DROP_SLOT_RANGE;
+                meta.egress_to = OUT_DROP;
+            } // a result's slot is only a hint; out of range it frees nothing
+            touch = false;
+        }
+        if (touch && !data) {
             // ATP mode: the result frees the slot still holding its chunk.
+            slot_count.read(o_count, idx);
+            slot_job.read(o_job, idx);
+            slot_seq.read(o_seq, idx);
             if (o_count != 0 && o_job == hdr.ina.job_id && o_seq == hdr.ina.seq) {
                 release();
             }
-            return;
-        }
+        } else if (touch) {
+            slot_count.read(o_count, idx);
+            slot_job.read(o_job, idx);
+            slot_seq.read(o_seq, idx);
+            slot_priority.read(o_priority, idx);
+            slot_bitmap.read(o_bitmap, idx);
+            slot_state.read(o_state, idx);
+            bool resend = (hdr.ina.flags & FLAG_RESEND) != 0;
+            bool same_job = o_job == hdr.ina.job_id;
+            bool mine = o_count != 0 && same_job && o_seq == hdr.ina.seq;
 
-        slot_priority.read(o_priority, idx);
-        slot_bitmap.read(o_bitmap, idx);
-        slot_state.read(o_state, idx);
-        bool resend = (hdr.ina.flags & FLAG_RESEND) != 0;
-        bool same_job = o_job == hdr.ina.job_id;
-        bool mine = o_count != 0 && same_job && o_seq == hdr.ina.seq;
-        meta.egress_to = OUT_PS;
-
-        if (meta.ina_enabled == 0 || (hdr.ina.flags & FLAG_BYPASS) != 0) {
-            meta.event = EVENT_BYPASS;                                    // 1
-        } else if (meta.fan_in == 1) {
-            meta.event = EVENT_COMPLETED;                                 // 2
-        } else if (mine && !resend && (o_bitmap & meta.worker_bit) != 0) {
-            meta.event = EVENT_DUPLICATE;                                 // 4, duplicate
-            meta.egress_to = OUT_DROP;
-        } else if (mine) {
-            if ((o_bitmap & meta.worker_bit) == 0) {                      // 4, add
-                INA_FOREACH_VALUE(ADD_VALUE)
-            } else {
-                INA_FOREACH_VALUE(LOAD_VALUE)                             // 4, flush as is
-            }
-            bitmap_t bitmap = o_bitmap | meta.worker_bit;
-            bit<8> count = (o_bitmap & meta.worker_bit) == 0 ? o_count + 1 : o_count;
-            bit<8> st = o_state | (clipped == 1 ? (bit<8>)SLOT_STATE_OVERFLOW : 8w0) |
-                        ((hdr.ina.flags & FLAG_ECN) != 0 ? (bit<8>)SLOT_STATE_ECN : 8w0);
-            hdr.ina.bitmap = bitmap;
-            hdr.ina.flags = hdr.ina.flags | state_flags(st);
-            slot_bitmap.write(idx, bitmap);
-            if (resend) {
-                hdr.ina.flags = hdr.ina.flags | FLAG_FLUSHED;
-                release();
-                meta.event = EVENT_FLUSHED;
-            } else if (count >= meta.fan_in) {
-                if (meta.release_on_result == 1) {
-                    slot_count.write(idx, count);
-                    slot_state.write(idx, st | SLOT_STATE_COMPLETE);
-                } else {
-                    release();
-                }
-                meta.event = EVENT_COMPLETED;
-            } else {
-                slot_count.write(idx, count);
-                slot_state.write(idx, st);
-                meta.event = EVENT_AGGREGATED;
+            if (mine && !resend && (o_bitmap & meta.worker_bit) != 0) {
+                meta.event = EVENT_DUPLICATE;                             // 4, duplicate
                 meta.egress_to = OUT_DROP;
+            } else if (mine) {
+                if ((o_bitmap & meta.worker_bit) == 0) {                  // 4, add
+                    INA_FOREACH_VALUE(ADD_VALUE)
+                } else {
+                    INA_FOREACH_VALUE(LOAD_VALUE)                         // 4, flush as is
+                }
+                bitmap_t bitmap = o_bitmap | meta.worker_bit;
+                bit<8> count = (o_bitmap & meta.worker_bit) == 0 ? o_count + 1 : o_count;
+                bit<8> st = o_state | (clipped == 1 ? (bit<8>)SLOT_STATE_OVERFLOW : 8w0) |
+                            ((hdr.ina.flags & FLAG_ECN) != 0 ? (bit<8>)SLOT_STATE_ECN : 8w0);
+                hdr.ina.bitmap = bitmap;
+                hdr.ina.flags = hdr.ina.flags | state_flags(st);
+                slot_bitmap.write(idx, bitmap);
+                if (resend) {
+                    hdr.ina.flags = hdr.ina.flags | FLAG_FLUSHED;
+                    release();
+                    meta.event = EVENT_FLUSHED;
+                } else if (count >= meta.fan_in) {
+                    if (meta.release_on_result == 1) {
+                        slot_count.write(idx, count);
+                        slot_state.write(idx, st | SLOT_STATE_COMPLETE);
+                    } else {
+                        release();
+                    }
+                    meta.event = EVENT_COMPLETED;
+                } else {
+                    slot_count.write(idx, count);
+                    slot_state.write(idx, st);
+                    meta.event = EVENT_AGGREGATED;
+                    meta.egress_to = OUT_DROP;
+                }
+            } else if (resend) {
+                meta.event = EVENT_RESEND_FORWARDED;                      // 5: never claims
+            } else if (o_count == 0) {
+                claim();                                                  // 3
+                INA_FOREACH_VALUE(STORE_VALUE)
+                meta.event = EVENT_CLAIMED;
+                meta.egress_to = OUT_DROP;
+            } else if (same_job && (int<32>)(hdr.ina.seq - o_seq) > 0) {
+                claim();                                                  // 6, stale takeover
+                INA_FOREACH_VALUE(SWAP_VALUE)
+                carry_owner(FLAG_STALE);
+                meta.event = EVENT_STALE;
+            } else if (!same_job && meta.preempt == 1 && hdr.ina.priority > o_priority) {
+                claim();                                                  // 8, preemption
+                INA_FOREACH_VALUE(SWAP_VALUE)
+                carry_owner(FLAG_PREEMPTED);
+                meta.event = EVENT_PREEMPTED;
+                meta.evicted = 1;
+                meta.evicted_job = o_job;
+                meta.egress_to = OUT_EVICT;
+            } else {
+                hdr.ina.flags = hdr.ina.flags | FLAG_COLLISION;           // 7, 8
+                meta.event = EVENT_COLLISION;
             }
-        } else if (resend) {
-            meta.event = EVENT_RESEND_FORWARDED;                          // 5: never claims
-        } else if (o_count == 0) {
-            claim();                                                      // 3
-            INA_FOREACH_VALUE(STORE_VALUE)
-            meta.event = EVENT_CLAIMED;
-            meta.egress_to = OUT_DROP;
-        } else if (same_job && (int<32>)(hdr.ina.seq - o_seq) > 0) {
-            claim();                                                      // 6, stale takeover
-            INA_FOREACH_VALUE(SWAP_VALUE)
-            carry_owner(FLAG_STALE);
-            meta.event = EVENT_STALE;
-        } else if (!same_job && meta.preempt == 1 && hdr.ina.priority > o_priority) {
-            claim();                                                      // 8, preemption
-            INA_FOREACH_VALUE(SWAP_VALUE)
-            carry_owner(FLAG_PREEMPTED);
-            meta.event = EVENT_PREEMPTED;
-            meta.evicted = 1;
-            meta.evicted_job = o_job;
-            meta.egress_to = OUT_EVICT;
-        } else {
-            hdr.ina.flags = hdr.ina.flags | FLAG_COLLISION;               // 7, 8
-            meta.event = EVENT_COLLISION;
+            meta.overflow = clipped;
         }
-        meta.overflow = clipped;
     }
 }
 
