@@ -28,13 +28,17 @@ type fluid struct {
 	jobs     map[string]*fjob
 	seq      int
 
-	dirty  []*fjob  // added since the last settle
-	freed  []int32  // resources of jobs removed since the last settle that were congested
-	freedR []int    // INA racks of removed jobs
-	epoch  uint32   // component search
-	inS    []uint32 // resource in the search set when == epoch
-	rackIn []uint32
-	rest   []float64 // solveLink scratch
+	dirty     []*fjob  // added since the last settle
+	freed     []int32  // resources of jobs removed since the last settle that were congested
+	freedR    []int    // INA racks of removed jobs
+	epoch     uint32   // component search
+	inS       []uint32 // resource in the search set when == epoch
+	rackIn    []uint32
+	rest      []float64 // solveLink scratch
+	sc        scratch
+	linkIdx   []int32  // solve scratch: a resource's index in the component's links
+	linkStamp []uint32 // solve scratch: linkIdx is valid when == stamp
+	stamp     uint32
 }
 
 type resKind uint8
@@ -76,6 +80,8 @@ type fjob struct {
 	pz        float64 // its price sum (see rate), kept up to date by the solver
 	burst     float64 // most chunks/s per stream its own packets fit through every resource (while it sends)
 	burstAt   int32   // the resource that sets burst
+	links     []int   // solve scratch: indexes of its resources in the component
+	lpos      []int32 // solve scratch: its entry in each of those resources' user lists
 	rtt       float64
 	bneck     string
 	seen      uint32
@@ -131,6 +137,8 @@ func newFluid(c *netpack.Cluster, n Network) *fluid {
 		preempt: n.Slots.Sharing() == netpack.PriorityShare}
 	f.res = make([]fres, 3*f.M+3*f.R+1)
 	f.inS = make([]uint32, len(f.res))
+	f.linkIdx = make([]int32, len(f.res))
+	f.linkStamp = make([]uint32, len(f.res))
 	f.rackIn = make([]uint32, f.R)
 	pkt := func(gbps float64) float64 { return gbps * 1e9 / 8 / n.PacketBytes }
 	set := func(i int32, k resKind, id int, capPkts float64) {
@@ -196,6 +204,9 @@ func (f *fluid) remove(id string) bool {
 	}
 	delete(f.jobs, id)
 	j.solvedAt = 0
+	for _, u := range j.uses {
+		f.res[u.res].load -= j.coef(&u) * j.lam
+	}
 	seen := map[int32]bool{}
 	for _, u := range j.uses {
 		if seen[u.res] {
@@ -204,7 +215,7 @@ func (f *fluid) remove(id string) bool {
 		seen[u.res] = true
 		r := &f.res[u.res]
 		r.users = slices.DeleteFunc(r.users, func(k *fjob) bool { return k == j })
-		r.load = math.Max(0, r.load-j.coef(&u)*j.lam)
+		r.load = math.Max(0, r.load)
 		if len(r.users) == 0 {
 			r.z, r.load = 0, 0
 		} else if r.z > 0 {
@@ -333,12 +344,13 @@ func (f *fluid) rate(j *fjob) {
 // lam is the time mean over the iteration (partial overlap: links carry the mean, as the bursts
 // of different jobs interleave).
 func (f *fluid) setRate(j *fjob, rtt, pz float64) {
-	x := math.Min(math.Min(j.dcap, j.burst), j.wcap/rtt)
+	// (builtin min and max: this is the simulator's innermost loop)
+	x := min(j.dcap, j.burst, j.wcap/rtt)
 	switch {
 	case f.n.ECNOff:
-		x = math.Min(math.Min(j.dcap, j.burst), j.wcap/(rtt+pz))
+		x = min(j.dcap, j.burst, j.wcap/(rtt+pz))
 	case pz > 0:
-		x = math.Min(x, aimdK/(rtt*math.Sqrt(pz)))
+		x = min(x, aimdK/(rtt*math.Sqrt(pz)))
 	}
 	j.x, j.rtt = x, rtt
 	// One gradient per iteration of ForwardSec + max(backward, G/x).
@@ -350,5 +362,5 @@ var aimdK = math.Sqrt(1.5)
 
 func (f *fluid) iterTime(j *fjob, x float64) float64 {
 	fwd := j.m.ForwardSec
-	return fwd + math.Max(j.m.ComputeSec-fwd, j.m.GradientBytes/(x*f.n.ChunkBytes))
+	return fwd + max(j.m.ComputeSec-fwd, j.m.GradientBytes/(x*f.n.ChunkBytes))
 }

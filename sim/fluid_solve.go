@@ -11,9 +11,9 @@ import (
 const (
 	maxSweeps   = 200
 	maxOuter    = 40
-	priceTol    = 1e-6
+	priceTol    = 1e-4
 	collTol     = 1e-4
-	busyINAFrac = 1e-4  // a ToR whose slots are busier than this couples its jobs through collisions
+	busyINAFrac = 1e-2  // a ToR whose slots are busier than this couples its jobs through collisions
 	zTiny       = 1e-12 // prices below this are 0 (marking probabilities, RTTs of queueing)
 )
 
@@ -147,45 +147,76 @@ type luser struct {
 // model", so this only saves work); collisions start cold (no collisions), as the iteration
 // from there reaches the same fixed point whatever the component held before.
 func (f *fluid) solve(comp []*fjob) {
-	var links []int32
+	// The component's resources, numbered in order of first use (deterministic: comp's order is).
+	f.stamp++
+	idx := f.linkIdx
+	links := f.sc.links[:0]
 	for _, j := range comp {
 		for _, u := range j.uses {
-			links = append(links, u.res)
-		}
-	}
-	slices.Sort(links)
-	links = slices.Compact(links)
-	idx := make(map[int32]int, len(links))
-	bg := make([]float64, len(links))
-	for i, l := range links {
-		idx[l] = i
-		r := &f.res[l]
-		for _, k := range r.users {
-			if k.seen != f.epoch {
-				for u := range k.uses {
-					if k.uses[u].res == l {
-						bg[i] += k.coef(&k.uses[u]) * k.lam
-					}
-				}
+			if f.linkStamp[u.res] != f.stamp {
+				f.linkStamp[u.res] = f.stamp
+				idx[u.res] = int32(len(links))
+				links = append(links, u.res)
 			}
 		}
 	}
-	jobLinks := make(map[*fjob][]int, len(comp))
+	f.sc.links = links
+	bg := grow(&f.sc.bg, len(links))
+	for i, l := range links {
+		bg[i] = f.res[l].load // every user's load; the component's own is taken out below
+	}
+	for _, j := range comp {
+		for u := range j.uses {
+			bg[idx[j.uses[u].res]] -= j.coef(&j.uses[u]) * j.lam
+		}
+	}
+	for i := range bg {
+		bg[i] = max(0, bg[i])
+	}
+	// lusers[i]: the component's jobs on resource i with their coefficients; j.lpos: where.
+	if len(f.sc.lusers) < len(links) {
+		f.sc.lusers = append(f.sc.lusers, make([][]luser, len(links)-len(f.sc.lusers))...)
+	}
+	lusers := f.sc.lusers[:len(links)]
+	for i := range lusers {
+		lusers[i] = lusers[i][:0]
+	}
 	for _, j := range comp {
 		for _, gi := range j.inaAt {
 			g := &j.groups[gi]
 			g.coll, g.agg, g.kAfter = 0, 1, 1 // the collision fixed point starts cold
 		}
-		var ls []int
+		j.links, j.lpos = j.links[:0], j.lpos[:0]
 		for _, u := range j.uses {
-			ls = append(ls, idx[u.res])
+			i := int(idx[u.res])
+			if n := len(lusers[i]); n == 0 || lusers[i][n-1].j != j {
+				lusers[i] = append(lusers[i], luser{j: j})
+				j.links = append(j.links, i)
+				j.lpos = append(j.lpos, int32(n))
+			}
 		}
-		slices.Sort(ls)
-		jobLinks[j] = slices.Compact(ls)
 	}
-	lusers := make([][]luser, len(links))
-	inQ := make([]bool, len(links))
-	var queue []int
+	// coefs sets j's coefficients in lusers from its current kAfter, and its burst limit.
+	pos := grow(&f.sc.pos, len(links)) // j's entry in lusers[i], for the job coefs works on
+	coefs := func(j *fjob) {
+		for k, i := range j.links {
+			lusers[i][j.lpos[k]].k = 0
+			pos[i] = j.lpos[k]
+		}
+		for u := range j.uses {
+			i := idx[j.uses[u].res]
+			lusers[i][pos[i]].k += j.coef(&j.uses[u])
+		}
+		j.burst = math.Inf(1)
+		for k, i := range j.links {
+			if b := f.res[links[i]].cap / lusers[i][j.lpos[k]].k; b < j.burst {
+				j.burst, j.burstAt = b, links[i]
+			}
+		}
+	}
+	inQ := grow(&f.sc.inQ, len(links))
+	queue := f.sc.queue[:0]
+	defer func() { f.sc.queue = queue[:0] }()
 	push := func(i int) {
 		if !inQ[i] {
 			inQ[i] = true
@@ -193,30 +224,10 @@ func (f *fluid) solve(comp []*fjob) {
 		}
 	}
 	for outer := 0; outer < maxOuter; outer++ {
-		for i := range lusers {
-			lusers[i] = lusers[i][:0]
-		}
 		for _, j := range comp {
-			j.burst = math.Inf(1)
-			for u := range j.uses {
-				i := idx[j.uses[u].res]
-				us := lusers[i]
-				if n := len(us); n > 0 && us[n-1].j == j {
-					us[n-1].k += j.coef(&j.uses[u])
-				} else {
-					us = append(us, luser{j, j.coef(&j.uses[u])})
-				}
-				lusers[i] = us
+			if outer == 0 || j.collMoved {
+				coefs(j)
 			}
-		}
-		for i, us := range lusers {
-			for _, u := range us {
-				if b := f.res[links[i]].cap / u.k; b < u.j.burst {
-					u.j.burst, u.j.burstAt = b, links[i]
-				}
-			}
-		}
-		for _, j := range comp {
 			f.rate(j)
 		}
 		if outer == 0 {
@@ -226,7 +237,7 @@ func (f *fluid) solve(comp []*fjob) {
 		} else {
 			for _, j := range comp {
 				if j.collMoved {
-					for _, k := range jobLinks[j] {
+					for _, k := range j.links {
 						push(k)
 					}
 				}
@@ -242,7 +253,7 @@ func (f *fluid) solve(comp []*fjob) {
 				// Its users' rates moved: re-solve their other resources. A higher price only
 				// lowers rates, which cannot congest a resource that is not congested.
 				for _, u := range lusers[i] {
-					for _, k := range jobLinks[u.j] {
+					for _, k := range u.j.links {
 						if k != i && (z < old || f.res[links[k]].z > 0) {
 							push(k)
 						}
@@ -335,13 +346,13 @@ func (f *fluid) solveLink(l int32, bg float64, us []luser) float64 {
 	}
 	a, b := math.Log(lo), math.Log(hi)
 	side := 0
-	for i := 0; i < 60 && b-a > 1e-7; i++ {
+	for i := 0; i < 60 && b-a > 1e-6; i++ {
 		m := b - eh*(b-a)/(eh-el)
 		if !(m > a && m < b) {
 			m = (a + b) / 2
 		}
 		em := excess(math.Exp(m))
-		if math.Abs(em) <= 1e-9*r.cap {
+		if math.Abs(em) <= 1e-7*r.cap {
 			b = m
 			break
 		}
@@ -537,4 +548,24 @@ func (f *fluid) streamRates(id string) (pushed, aggregated float64) {
 		}
 	}
 	return pushed, aggregated
+}
+
+// scratch is solve's reusable memory: a run settles thousands of times.
+type scratch struct {
+	links  []int32
+	bg     []float64
+	lusers [][]luser
+	pos    []int32
+	inQ    []bool
+	queue  []int
+}
+
+// grow returns (*buf)[:n] zeroed, growing it when needed.
+func grow[T any](buf *[]T, n int) []T {
+	if cap(*buf) < n {
+		*buf = make([]T, n)
+	}
+	b := (*buf)[:n]
+	clear(b)
+	return b
 }

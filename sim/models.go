@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math"
 
 	"github.com/inapack/inapack/netpack"
@@ -23,6 +24,22 @@ var DefaultBuckets = []Bucket{
 	{10, "bert-base"},
 	{100, "resnet152"},
 	{math.Inf(1), "vgg16"},
+}
+
+// MixModel assigns a trace job one of the named profiles by a hash of its id: uniform over the
+// names and independent of the job's size or length (the evaluation's image-model mix).
+func MixModel(names []string, j trace.Job) (netpack.Model, error) {
+	if len(names) == 0 {
+		return netpack.Model{}, fmt.Errorf("model mix: no profile named")
+	}
+	h := fnv.New32a()
+	h.Write([]byte(j.ID))
+	name := names[h.Sum32()%uint32(len(names))]
+	m, ok := netpack.Profile(name)
+	if !ok {
+		return netpack.Model{}, fmt.Errorf("model mix: no profile %q (have %v)", name, netpack.ProfileNames())
+	}
+	return m, nil
 }
 
 // ModelFor returns the bucket model for a trace job.
@@ -98,9 +115,9 @@ func (iso *Isolated) Rate(m netpack.Model, gpus int) (float64, error) {
 	return r, nil
 }
 
-// Jobs converts trace jobs into netpack jobs: model by bucket, iterations = duration x isolated
+// Jobs converts trace jobs into netpack jobs: model by assign, iterations = duration x isolated
 // rate (at least 1). Jobs larger than the cluster are returned in tooBig, not converted.
-func Jobs(tr []trace.Job, b []Bucket, iso *Isolated) (jobs []*netpack.Job, tooBig []trace.Job, err error) {
+func Jobs(tr []trace.Job, assign func(trace.Job) (netpack.Model, error), iso *Isolated) (jobs []*netpack.Job, tooBig []trace.Job, err error) {
 	total := iso.c.TotalGPUs()
 	seen := make(map[string]bool, len(tr))
 	for _, tj := range tr {
@@ -112,7 +129,7 @@ func Jobs(tr []trace.Job, b []Bucket, iso *Isolated) (jobs []*netpack.Job, tooBi
 			tooBig = append(tooBig, tj)
 			continue
 		}
-		m, err := ModelFor(b, tj)
+		m, err := assign(tj)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -20,7 +20,8 @@ type Setup struct {
 	Priority  netpack.PriorityRule
 	Interval  float64  // seconds between scheduling rounds
 	Warmup    float64  // seconds; jobs submitted earlier are left out of the summary
-	Buckets   []Bucket // model assignment; nil means DefaultBuckets
+	Buckets   []Bucket // model assignment by GPU-time; nil means DefaultBuckets
+	Mix       []string // if set, models are assigned by MixModel from these profiles instead
 	// Estimate measures netpack's estimator against the simulator in every run (Config.Estimate).
 	Estimate bool
 }
@@ -46,7 +47,11 @@ func Prepare(s Setup, tr *trace.Trace) (*Workload, error) {
 	}
 	ref := s.Network
 	ref.Slots = s.Network.withDefaults().Slots.Reference()
-	jobs, big, err := Jobs(tr.Jobs, s.Buckets, NewIsolated(s.Cluster, ref))
+	assign := func(j trace.Job) (netpack.Model, error) { return ModelFor(s.Buckets, j) }
+	if len(s.Mix) > 0 {
+		assign = func(j trace.Job) (netpack.Model, error) { return MixModel(s.Mix, j) }
+	}
+	jobs, big, err := Jobs(tr.Jobs, assign, NewIsolated(s.Cluster, ref))
 	if err != nil {
 		return nil, err
 	}
@@ -55,13 +60,19 @@ func Prepare(s Setup, tr *trace.Trace) (*Workload, error) {
 
 // Run simulates the workload under the named policy.
 func (w *Workload) Run(policy string, progress func(done, total int)) (*Result, error) {
+	return w.RunEstimating(policy, w.Setup.Estimate, progress)
+}
+
+// RunEstimating is Run with the estimator's error measured (Config.Estimate) or not, whatever
+// the setup says.
+func (w *Workload) RunEstimating(policy string, estimate bool, progress func(done, total int)) (*Result, error) {
 	p, err := netpack.NewPolicy(policy, netpack.Options{Mode: w.Setup.Mode, NoINA: !w.Setup.INA,
 		Admission: w.Setup.Admission, Priority: w.Setup.Priority})
 	if err != nil {
 		return nil, err
 	}
 	res, err := Run(Config{Cluster: w.Cluster, Network: w.Setup.Network, NoINA: !w.Setup.INA, Policy: p,
-		Interval: w.Setup.Interval, Warmup: w.Setup.Warmup, Estimate: w.Setup.Estimate, Progress: progress}, w.Jobs)
+		Interval: w.Setup.Interval, Warmup: w.Setup.Warmup, Estimate: estimate, Progress: progress}, w.Jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -107,4 +118,14 @@ func (w *Workload) RunAll(names []string, progress func(done, total int)) ([]*Re
 		}
 	}
 	return out, nil
+}
+
+// DefaultWarmup is the warm-up the commands and the evaluation leave out of a trace's summary:
+// the start of the arrival window, which begins with an empty cluster; a seventh (a day of a
+// week) for traces spanning three days or more, else a tenth.
+func DefaultWarmup(tr *trace.Trace) float64 {
+	if tr.Span() >= 3*86400 {
+		return tr.Span() / 7
+	}
+	return tr.Span() / 10
 }

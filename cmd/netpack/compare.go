@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -95,19 +97,18 @@ func init() {
 
 func runEvaluate(args []string) error {
 	fs := flag.NewFlagSet("evaluate", flag.ContinueOnError)
-	tracePath := fs.String("trace", "", "job trace (the ITP week: ../shared/traces/itp-cluster04-week.csv)")
+	tracePath := fs.String("trace", "", "job trace in the CSV format of ../shared/traces (job_id,submit_time_s,num_gpus,duration_s), or Philly/PAI")
 	out := fs.String("out", "docs/evaluation.md", "Markdown report to write")
 	img := fs.String("img", "docs/img", "directory for the plots (PNG and SVG)")
 	imgLink := fs.String("img-link", "img", "how the report links the plot directory")
-	racks := fs.Int("racks", 16, "racks of the trace cluster")
-	machines := fs.Int("machines", 8, "machines per rack of the trace cluster")
-	gpus := fs.Int("gpus", 8, "GPUs per machine")
-	interval := fs.Float64("interval", 60, "scheduling interval in seconds")
-	sizes := fs.String("sizes", "100,300,1000,3000,10000", "machine counts of the cluster-size sweep (empty: skip it)")
-	perM := fs.Float64("jobs-per-machine", 4, "synthetic jobs per machine in the sweep")
-	maxJobs := fs.Int("max-jobs", 8000, "cap on synthetic jobs per size")
-	seed := fs.Uint64("seed", 1, "seed of the synthetic workloads")
-	memSeeds := fs.Int("memory-seeds", eval.DefaultMemoryBound.Seeds, "seeds of the switch-memory-bound experiment (0: skip it)")
+	d := eval.DefaultConfig(nil, "")
+	interval := fs.Float64("interval", d.Interval, "scheduling interval in seconds")
+	loads := fs.String("loads", floats(d.Loads), "offered loads of the load sweep (the paper setting's "+fmt.Sprint(d.Paper.Load)+" must be among them)")
+	sizes := fs.String("sizes", ints(d.Sizes), "machine counts of the cluster-size sweep")
+	sizeJobs := fs.Int("size-jobs", d.SizeJobs, "synthetic jobs per cluster size")
+	synthJobs := fs.Int("synthetic-jobs", d.SynthJobs, "jobs of the synthetic workload in the paper setting")
+	seed := fs.Uint64("seed", d.Seed, "seed of the synthetic workloads")
+	verbose := fs.Bool("v", false, "log every run's wall time to stderr (experiments are always logged)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -118,25 +119,24 @@ func runEvaluate(args []string) error {
 	if err != nil {
 		return err
 	}
-	var sz []int
-	for _, s := range strings.Split(*sizes, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil || n <= 0 {
-			return fmt.Errorf("-sizes: %q is not a positive integer", s)
-		}
-		sz = append(sz, n)
+	cfg := eval.DefaultConfig(tr, *tracePath)
+	cfg.Interval, cfg.SizeJobs, cfg.SynthJobs, cfg.Seed = *interval, *sizeJobs, *synthJobs, *seed
+	cfg.ImgDir, cfg.ImgLink, cfg.Log, cfg.Verbose = *img, *imgLink, os.Stderr, *verbose
+	if cfg.Loads, err = parseFloats("-loads", *loads); err != nil {
+		return err
 	}
-	if *memSeeds < 0 {
-		return fmt.Errorf("-memory-seeds must be >= 0, got %d", *memSeeds)
+	sz, err := parseFloats("-sizes", *sizes)
+	if err != nil {
+		return err
 	}
-	mem := eval.DefaultMemoryBound
-	mem.Seeds = *memSeeds
-	rep, err := eval.Evaluate(eval.Config{Memory: mem, Trace: tr, TraceName: *tracePath, Racks: *racks, Machines: *machines, GPUs: *gpus,
-		Interval: *interval, Sizes: sz, JobsPerM: *perM, MaxJobs: *maxJobs, Seed: *seed, ImgDir: *img, ImgLink: *imgLink,
-		Log: os.Stderr})
+	cfg.Sizes = nil
+	for _, x := range sz {
+		cfg.Sizes = append(cfg.Sizes, int(x))
+	}
+	if !slices.Contains(cfg.Loads, cfg.Paper.Load) || len(cfg.Sizes) == 0 || *sizeJobs <= 0 || *synthJobs <= 0 || !(*interval > 0) {
+		return fmt.Errorf("-loads must include %g; -sizes, -size-jobs, -synthetic-jobs and -interval must be positive", cfg.Paper.Load)
+	}
+	rep, err := eval.Evaluate(cfg)
 	if err != nil {
 		return err
 	}
@@ -149,4 +149,33 @@ func runEvaluate(args []string) error {
 		return err
 	}
 	return fh.Close()
+}
+
+func floats(xs []float64) string {
+	var s []string
+	for _, x := range xs {
+		s = append(s, strconv.FormatFloat(x, 'g', -1, 64))
+	}
+	return strings.Join(s, ",")
+}
+
+func ints(xs []int) string {
+	var s []string
+	for _, x := range xs {
+		s = append(s, strconv.Itoa(x))
+	}
+	return strings.Join(s, ",")
+}
+
+// parseFloats reads a comma-separated list of positive numbers.
+func parseFloats(flag, s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(x > 0) || math.IsInf(x, 0) {
+			return nil, fmt.Errorf("%s: %q is not a positive number", flag, f)
+		}
+		out = append(out, x)
+	}
+	return out, nil
 }

@@ -32,6 +32,7 @@ type simFlags struct {
 	nicGbps, oversub        float64
 	inaMemory               float64
 	interval, warmup        float64
+	arrivalScale            float64
 	slots                   string
 	skew, psTime            float64
 	noINA, noPreempt        bool
@@ -40,6 +41,7 @@ type simFlags struct {
 	coreRTTus               float64
 	switchPktSec, psPktSec  float64
 	estimateErr             bool
+	models                  string
 	estimate                string
 	admission, priority     string
 	progress                bool
@@ -61,7 +63,8 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.oversub, "oversub", 0, "with -uniform: ToR oversubscription, rack NICs : uplink (default 2)")
 	fs.Float64Var(&f.inaMemory, "ina-memory-bytes", 0, "INA memory of every ToR in bytes (0: the cluster's own; netpack's default 262144)")
 	fs.Float64Var(&f.interval, "interval", 60, "scheduling interval in seconds")
-	fs.Float64Var(&f.warmup, "warmup", -1, "seconds of warm-up left out of the summary; -1: one day when the trace spans 3 days or more, else 0")
+	fs.Float64Var(&f.warmup, "warmup", -1, "seconds of warm-up left out of the summary; -1: the first seventh of the arrival window when it spans 3 days or more, else the first tenth")
+	fs.Float64Var(&f.arrivalScale, "arrival-scale", 1, "multiply the trace's submission times by this (below 1 compresses arrivals: a higher offered load)")
 	fs.StringVar(&f.slots, "slots", "esa", "switch slot policy: esa (free on completion) or atp (free when the PS answers)")
 	fs.Float64Var(&f.skew, "skew", 0.5, "time between a chunk's first and last contribution, as a fraction of the rack RTT")
 	fs.Float64Var(&f.psTime, "ps-time", 5e-6, "seconds the PS takes to answer a completed chunk (ATP hold time)")
@@ -72,6 +75,7 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.coreRTTus, "core-rtt-us", 0, "extra round trip of paths crossing the core, µs (0: 10)")
 	fs.Float64Var(&f.switchPktSec, "switch-packet-sec", 0, "per-packet cost of a ToR pipeline in seconds (0: no limit)")
 	fs.Float64Var(&f.psPktSec, "ps-packet-sec", 0, "per-packet cost at a PS host in seconds (0: no limit)")
+	fs.StringVar(&f.models, "models", "", "assign models uniformly by job id from these profiles, e.g. "+strings.Join(netpack.ImageModels, ",")+" (default: by GPU-time buckets)")
 	fs.BoolVar(&f.estimateErr, "estimator-error", false, "also run netpack's estimator on the running jobs and report its error against the simulator")
 	fs.StringVar(&f.estimate, "estimate", "joint", "estimator NetPack scores with: joint or separate")
 	fs.StringVar(&f.admission, "admission", netpack.AdmitFIFO, "admission rule, the same for every policy: "+strings.Join(netpack.AdmissionNames(), " or "))
@@ -129,17 +133,24 @@ func (f *simFlags) workload() (*sim.Workload, *trace.Trace, error) {
 	if _, err := netpack.NewAdmission(f.admission, netpack.Options{}); err != nil {
 		return nil, nil, err
 	}
+	if !(f.arrivalScale > 0) || math.IsInf(f.arrivalScale, 0) {
+		return nil, nil, fmt.Errorf("-arrival-scale %v: want a positive factor", f.arrivalScale)
+	}
+	if f.arrivalScale != 1 {
+		tr = tr.Scaled(f.arrivalScale)
+	}
 	warm := f.warmup
 	if warm < 0 {
-		warm = 0
-		if tr.Span() >= 3*86400 {
-			warm = 86400
-		}
+		warm = sim.DefaultWarmup(tr)
 	}
 	net := sim.Network{Slots: sim.SlotModel{Policy: sim.SlotPolicy(f.slots), SkewFrac: f.skew, PSSec: f.psTime, NoPreempt: f.noPreempt},
 		Window: f.window, ECNOff: f.noECN, CoreRTTSec: f.coreRTTus * 1e-6,
 		SwitchPacketSec: f.switchPktSec, PSPacketSec: f.psPktSec}
-	setup := sim.Setup{Cluster: c, Network: net, Estimate: f.estimateErr,
+	var mix []string
+	if f.models != "" {
+		mix = strings.Split(f.models, ",")
+	}
+	setup := sim.Setup{Cluster: c, Network: net, Estimate: f.estimateErr, Mix: mix,
 		INA: !f.noINA, Mode: mode, Interval: f.interval, Warmup: warm, Admission: f.admission, Priority: prio}
 	w, err := sim.Prepare(setup, tr)
 	if err != nil {

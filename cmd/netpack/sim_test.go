@@ -87,7 +87,7 @@ func TestCommandSim(t *testing.T) {
 func TestCommandCompareJSON(t *testing.T) {
 	tr := writeTrace(t, tinyTrace)
 	for _, slots := range []string{"esa", "atp"} {
-		out, errOut, code := runCmd(t, "compare", "--trace", tr, "--uniform", "2x2x4", "--slots", slots, "--json")
+		out, errOut, code := runCmd(t, "compare", "--trace", tr, "--uniform", "2x2x4", "--slots", slots, "--warmup", "0", "--json")
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}

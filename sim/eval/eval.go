@@ -1,72 +1,129 @@
-// Package eval runs the project's evaluation (NetPack against the baselines on a trace, INA off,
-// joint vs separate estimation, cluster sizes, ESA vs ATP) and renders it as Markdown.
+// Package eval runs the project's evaluation (NetPack against each baseline under one admission
+// rule, in the paper's setting and sweeps around it, with the estimator's error against the
+// simulator) and renders it as Markdown with plots.
 package eval
 
 import (
 	"fmt"
 	"io"
 	"math"
-	"path/filepath"
+	"runtime"
 	"slices"
+	"sort"
+	"sync"
 	"time"
 
 	"github.com/inapack/inapack/netpack"
 	"github.com/inapack/inapack/sim"
-	"github.com/inapack/inapack/sim/plot"
 	"github.com/inapack/inapack/sim/trace"
 )
 
-// Config selects the workload and how far the evaluation goes.
+// Setting is one cluster, network and scheduling configuration.
+type Setting struct {
+	Racks, Machines, GPUs int
+	NICGbps               float64 // host NICs, Gbit/s
+	Oversub               float64 // rack NICs : ToR uplink
+	MemoryBytes           float64 // INA memory per ToR
+	RTTSec                float64 // ToR-PS round trip
+	Slots                 sim.SlotModel
+	NoINA                 bool
+	Load                  float64 // offered load the trace is scaled to (0: its own arrivals)
+	Admission             string
+	Priority              netpack.PriorityRule
+	Mode                  netpack.Mode
+}
+
+// Cluster builds the physical cluster of s.
+func (s Setting) Cluster() (*netpack.Cluster, error) {
+	c, err := netpack.Uniform(netpack.UniformSpec{Racks: s.Racks, MachinesPerRack: s.Machines, GPUsPerMachine: s.GPUs,
+		NICGbps: s.NICGbps, Oversubscription: s.Oversub, INAMemoryBytes: math.Max(s.MemoryBytes, 1), RTTSec: s.RTTSec})
+	if err != nil {
+		return nil, err
+	}
+	for i := range c.Racks {
+		c.Racks[i].INAMemoryBytes = s.MemoryBytes
+	}
+	return c, nil
+}
+
+// Describe is the setting in words for tables and titles.
+func (s Setting) Describe() string {
+	return fmt.Sprintf("%d racks x %d machines x %d GPUs, %gG NICs, %g:1 ToR, %.0f KiB/ToR", s.Racks, s.Machines, s.GPUs,
+		s.NICGbps, s.Oversub, s.MemoryBytes/1024)
+}
+
+// Paper is the evaluation's default setting, after the NetPack paper (each choice is cited in
+// the report's Setup section): 16 racks as in its simulator; 2 GPUs per machine as in its testbed
+// (1,024 GPUs in all); 25G NICs under 4:1 oversubscribed ToR uplinks; 64 KiB of aggregator memory
+// per ToR (256 slots of 256 B); 20 µs ToR-PS RTT; ESA slots; the trace's arrivals compressed to
+// an offered load of 0.9 so that jobs queue.
+var Paper = Setting{Racks: 16, Machines: 32, GPUs: 2, NICGbps: 25, Oversub: 4, MemoryBytes: 64 << 10, RTTSec: 20e-6,
+	Slots: sim.DefaultSlotModel(), Load: 0.9}
+
+// Legacy is the evaluation's earlier setting, kept as a second, labelled one: 16 racks x 8
+// machines x 8 GPUs, 100G NICs, 2:1 ToRs, 256 KiB per ToR, the trace's own arrivals.
+var Legacy = Setting{Racks: 16, Machines: 8, GPUs: 8, NICGbps: 100, Oversub: 2, MemoryBytes: 256 << 10, RTTSec: 20e-6,
+	Slots: sim.DefaultSlotModel()}
+
+// Config selects the workload and the experiments.
 type Config struct {
 	Trace     *trace.Trace
 	TraceName string // shown in the report (e.g. the file name)
-	Racks     int    // racks of the trace cluster (16 as in NetPack's simulator)
-	Machines  int    // machines per rack
-	GPUs      int    // GPUs per machine
-	Interval  float64
-	Sizes     []int   // machine counts of the scale sweep
-	JobsPerM  float64 // synthetic jobs per machine in the sweep
-	MaxJobs   int     // cap on synthetic jobs per size (keeps the largest sizes tractable)
+	Paper     Setting
+	Legacy    Setting
+	Interval  float64 // scheduling interval, seconds
+	Loads     []float64
+	Memories  []float64 // INA bytes per ToR
+	GPUs      []int     // GPUs per machine, at the same GPU count as Paper
+	Oversubs  []float64
+	Sizes     []int // machines of the cluster-size sweep (synthetic workloads)
+	SizeRack  int   // machines per rack in the size sweep
+	SizeJobs  int   // synthetic jobs per size
+	SynthJobs int   // synthetic workload in the paper's setting
 	Seed      uint64
-	Memory    MemoryBound // the switch-memory-bound experiment (Seeds 0 skips it)
-	ImgDir    string      // where plots are written
-	ImgLink   string      // how the Markdown refers to ImgDir
-	Log       io.Writer   // one line per finished experiment
+	ImgDir    string    // where plots are written
+	ImgLink   string    // how the Markdown refers to ImgDir
+	Log       io.Writer // one line per finished experiment (wall time; never in the report)
+	Verbose   bool      // and one per run
+	Workers   int       // runs in parallel (0: GOMAXPROCS)
 }
 
-// Links is one network configuration of the evaluation.
-type Links struct {
-	Name    string
-	NICGbps float64
-	Oversub float64
+// DefaultConfig is what `make evaluation` runs on a trace.
+func DefaultConfig(tr *trace.Trace, name string) Config {
+	return Config{Trace: tr, TraceName: name, Paper: Paper, Legacy: Legacy, Interval: 60,
+		Loads: []float64{0.5, 0.7, 0.9, 1.1}, Memories: []float64{16 << 10, 64 << 10, 256 << 10}, GPUs: []int{2, 4, 8},
+		Oversubs: []float64{1, 4, 8}, Sizes: []int{100, 300, 1000, 3000, 10000}, SizeRack: 25, SizeJobs: 1000,
+		SynthJobs: 2500, Seed: 1}
 }
 
-// The two link configurations: the netpack default (100G hosts, 2:1 ToRs) and a
-// network-constrained one (25G hosts, 4:1 ToRs) where placement matters more.
-var (
-	Roomy       = Links{"100G NICs, 2:1 ToR", 100, 2}
-	Constrained = Links{"25G NICs, 4:1 ToR", 25, 4}
-)
-
-// ScarceATP keys the joint-vs-separate run with constrained links, ATP slots and a quarter of
-// the memory (SlotRuns["atp-scarce"] holds its joint counterpart).
-const ScarceATP = "25G NICs, 4:1 ToR, 64 KiB, ATP slots"
-
-// Run is one compare: policies on one workload.
+// Run is one workload under several policies.
 type Run struct {
+	Key     string
 	Label   string
-	Setup   sim.Setup
+	Setting Setting
+	Source  string // "trace" or "synthetic"
 	Jobs    int
+	TooBig  int     // trace jobs larger than the cluster, left out
+	Offered float64 // the trace's own offered load on this cluster
+	Scale   float64 // submission times multiplied by this
 	Results []*sim.Result
 	Wall    time.Duration
 }
 
-// Mean returns a policy's mean JCT (NaN if absent).
-func (r *Run) Mean(policy string) float64 {
+// Result returns a policy's result (nil if absent).
+func (r *Run) Result(policy string) *sim.Result {
 	for _, x := range r.Results {
 		if x.Policy == policy {
-			return x.Summary.MeanJCT
+			return x
 		}
+	}
+	return nil
+}
+
+// Mean returns a policy's mean JCT (NaN if absent).
+func (r *Run) Mean(policy string) float64 {
+	if x := r.Result(policy); x != nil {
+		return x.Summary.MeanJCT
 	}
 	return math.NaN()
 }
@@ -74,235 +131,265 @@ func (r *Run) Mean(policy string) float64 {
 // Gain is NetPack's reduction of mean JCT against a policy: 1 - netpack / other.
 func (r *Run) Gain(other string) float64 { return 1 - r.Mean("netpack")/r.Mean(other) }
 
-// BestBaseline is the baseline with the lowest mean JCT.
+// BestBaseline is the baseline with the lowest mean JCT (ties: first by name).
 func (r *Run) BestBaseline() string {
 	best, bm := "", math.Inf(1)
 	for _, x := range r.Results {
-		if x.Policy != "netpack" && x.Summary.MeanJCT < bm {
+		if x.Policy != "netpack" && isBaseline(x.Policy) && x.Summary.MeanJCT < bm {
 			best, bm = x.Policy, x.Summary.MeanJCT
 		}
 	}
 	return best
 }
 
+func isBaseline(p string) bool { return slices.Contains(netpack.PolicyNames(), p) && p != "netpack" }
+
 // Report is every run of the evaluation.
 type Report struct {
 	Cfg       Config
-	Trace     map[string]*Run // by link config name
-	NoINA     map[string]*Run
-	Separate  map[string]*Run // netpack with the separate estimator, by link config name or ScarceATP
-	Scale     []*Run
-	SlotRuns  map[string]*Run // "esa" / "atp" / "esa-scarce" / "atp-scarce"
-	Mem       map[memKey]*Run // the memory-bound experiment
+	Runs      map[string]*Run
 	Baselines []string
 	Images    []string
 }
 
-func (c *Config) logf(format string, a ...any) {
-	if c.Log != nil {
-		fmt.Fprintf(c.Log, format+"\n", a...)
+// Experiment keys.
+const (
+	kMain      = "main"
+	kKnapsack  = "knapsack"
+	kLegacy    = "legacy"
+	kSynth     = "synthetic"
+	kNoINA     = "no-ina"
+	kSeparate  = "separate"
+	kATP       = "atp"
+	kNoPreempt = "no-preempt"
+	kNoPrio    = "prio-none"
+)
+
+func kLoad(l float64) string    { return fmt.Sprintf("load-%g", l) }
+func kMem(m float64) string     { return fmt.Sprintf("mem-%g", m) }
+func kGPUs(g int) string        { return fmt.Sprintf("gpus-%d", g) }
+func kOver(o float64) string    { return fmt.Sprintf("oversub-%g", o) }
+func kSize(m int) string        { return fmt.Sprintf("size-%d", m) }
+func kSizeSep(m int) string     { return fmt.Sprintf("size-%d-separate", m) }
+func kLoadSep(l float64) string { return fmt.Sprintf("load-%g-separate", l) }
+
+// exp is one experiment before it runs.
+type exp struct {
+	key, label string
+	s          Setting
+	source     string // "trace", "synthetic" (paper cluster) or "size"
+	machines   int    // size sweep
+	policies   []string
+	estimate   bool // measure the estimator beside the simulator in NetPack's runs
+	renames    map[string]string
+}
+
+func (cfg *Config) experiments(all []string) []exp {
+	p := cfg.Paper
+	with := func(f func(*Setting)) Setting { s := p; f(&s); return s }
+	var es []exp
+	add := func(e exp) {
+		if e.source == "" {
+			e.source = "trace"
+		}
+		es = append(es, e)
+	}
+	add(exp{key: kMain, label: "paper setting", s: p, policies: all, estimate: true})
+	add(exp{key: kKnapsack, label: "paper setting, knapsack admission", s: with(func(s *Setting) { s.Admission = netpack.AdmitKnapsack }), policies: all})
+	add(exp{key: kLegacy, label: "8-GPU machines, 100G 2:1, 256 KiB, trace arrivals (earlier setting)", s: cfg.Legacy, policies: all})
+	add(exp{key: kSynth, label: "paper setting, synthetic ITP-shaped workload", s: p, source: "synthetic", policies: all})
+	add(exp{key: kNoINA, label: "paper setting, INA off", s: with(func(s *Setting) { s.NoINA = true }), policies: all})
+	add(exp{key: kSeparate, label: "paper setting, NetPack with separate estimation", s: with(func(s *Setting) { s.Mode = netpack.Separate }), policies: []string{"netpack"}})
+	add(exp{key: kATP, label: "paper setting, ATP slots", s: with(func(s *Setting) { s.Slots.Policy = sim.ATP }), policies: all})
+	add(exp{key: kNoPreempt, label: "paper setting, ESA without preemption", s: with(func(s *Setting) { s.Slots.NoPreempt = true }), policies: all})
+	add(exp{key: kNoPrio, label: "paper setting, every job priority 0", s: with(func(s *Setting) { s.Priority = netpack.PriorityNone }), policies: all})
+	for _, l := range cfg.Loads {
+		if l != p.Load {
+			add(exp{key: kLoad(l), label: fmt.Sprintf("paper setting, offered load %g", l), s: with(func(s *Setting) { s.Load = l }), policies: all, estimate: true})
+		}
+		add(exp{key: kLoadSep(l), label: fmt.Sprintf("paper setting, offered load %g, separate estimation", l), s: with(func(s *Setting) { s.Load = l; s.Mode = netpack.Separate }), policies: []string{"netpack"}})
+	}
+	for _, m := range cfg.Memories {
+		if m != p.MemoryBytes {
+			add(exp{key: kMem(m), label: fmt.Sprintf("paper setting, %.0f KiB per ToR", m/1024), s: with(func(s *Setting) { s.MemoryBytes = m }), policies: all})
+		}
+	}
+	for _, g := range cfg.GPUs {
+		if g != p.GPUs {
+			add(exp{key: kGPUs(g), label: fmt.Sprintf("paper setting, %d GPUs per machine", g),
+				s: with(func(s *Setting) { s.Machines = p.Machines * p.GPUs / g; s.GPUs = g }), policies: all})
+		}
+	}
+	for _, o := range cfg.Oversubs {
+		if o != p.Oversub {
+			add(exp{key: kOver(o), label: fmt.Sprintf("paper setting, %g:1 ToR uplinks", o), s: with(func(s *Setting) { s.Oversub = o }), policies: all})
+		}
+	}
+	for _, m := range cfg.Sizes {
+		racks := max(1, (m+cfg.SizeRack-1)/cfg.SizeRack)
+		s := with(func(s *Setting) { s.Racks = racks; s.Machines = min(m, cfg.SizeRack) })
+		add(exp{key: kSize(m), label: fmt.Sprintf("synthetic, %d machines", racks*s.Machines), s: s, source: "size", machines: m, policies: all})
+		add(exp{key: kSizeSep(m), label: fmt.Sprintf("synthetic, %d machines, separate estimation", racks*s.Machines), s: with(func(x *Setting) { *x = s; x.Mode = netpack.Separate }),
+			source: "size", machines: m, policies: []string{"netpack"}})
+	}
+	return es
+}
+
+func (cfg *Config) logf(format string, a ...any) {
+	if cfg.Log != nil {
+		fmt.Fprintf(cfg.Log, format+"\n", a...)
 	}
 }
 
-func (c *Config) cluster(racks, machines int, l Links) (*netpack.Cluster, error) {
-	cl, err := netpack.Uniform(netpack.UniformSpec{Racks: racks, MachinesPerRack: machines, GPUsPerMachine: c.GPUs})
+// workload prepares the jobs of an experiment: the trace (or a synthetic one) on its cluster,
+// arrivals scaled to its offered load, models from the image mix.
+func (cfg *Config) workload(e exp) (*sim.Workload, float64, float64, error) {
+	c, err := e.s.Cluster()
 	if err != nil {
-		return nil, err
+		return nil, 0, 0, err
 	}
-	return cl, sim.SetLinks(cl, l.NICGbps, l.Oversub)
+	var tr *trace.Trace
+	switch e.source {
+	case "trace":
+		tr = cfg.Trace
+	case "synthetic":
+		tr, err = trace.Synthetic(trace.SynthConfig{Jobs: cfg.SynthJobs, TotalGPUs: c.TotalGPUs(), Load: e.s.Load, MaxGPUs: c.TotalGPUs()}, cfg.Seed)
+	case "size":
+		// Beyond 1,000 machines every job's GPU count grows with the cluster, so that a bounded
+		// number of jobs fills it (and a run stays within seconds).
+		tr, err = trace.Synthetic(trace.SynthConfig{Jobs: cfg.SizeJobs, TotalGPUs: c.TotalGPUs(), Load: e.s.Load, MaxGPUs: c.TotalGPUs(),
+			GPUScale: max(1, len(c.Machines)/1000)}, cfg.Seed)
+	}
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	offered, scale := tr.OfferedLoad(c.TotalGPUs()), 1.0
+	if e.source == "trace" && e.s.Load > 0 && offered > 0 {
+		scale = offered / e.s.Load
+		tr = tr.Scaled(scale)
+	}
+	setup := sim.Setup{Cluster: c, Network: sim.Network{Slots: e.s.Slots}, INA: !e.s.NoINA, Mode: e.s.Mode, Interval: cfg.Interval,
+		Warmup: sim.DefaultWarmup(tr), Admission: e.s.Admission, Priority: e.s.Priority, Mix: netpack.ImageModels}
+	w, err := sim.Prepare(setup, tr)
+	return w, offered, scale, err
 }
 
-func (c *Config) compare(label string, s sim.Setup, tr *trace.Trace, policies []string) (*Run, error) {
-	start := time.Now()
-	w, err := sim.Prepare(s, tr)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", label, err)
-	}
-	res, err := w.RunAll(policies, nil)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", label, err)
-	}
-	r := &Run{Label: label, Setup: s, Jobs: len(w.Jobs), Results: res, Wall: time.Since(start)}
-	c.logf("eval: %-50s %5d jobs  %6.1f s  netpack mean JCT %.2f h", label, r.Jobs, r.Wall.Seconds(), r.Mean("netpack")/3600)
-	return r, nil
-}
-
-// Evaluate runs every experiment and draws the plots.
+// Evaluate runs every experiment (runs in parallel, results in a fixed order) and draws the plots.
 func Evaluate(cfg Config) (*Report, error) {
 	all := netpack.PolicyNames()
 	if !slices.Contains(all, "netpack") {
 		return nil, fmt.Errorf("policy netpack is not registered (have %v)", all)
 	}
-	rep := &Report{Cfg: cfg, Trace: map[string]*Run{}, NoINA: map[string]*Run{}, Separate: map[string]*Run{},
-		SlotRuns: map[string]*Run{}}
+	rep := &Report{Cfg: cfg, Runs: map[string]*Run{}}
 	for _, p := range all {
 		if p != "netpack" {
 			rep.Baselines = append(rep.Baselines, p)
 		}
 	}
-	warm := 0.0
-	if cfg.Trace.Span() >= 3*86400 {
-		warm = 86400
+	es := cfg.experiments(all)
+	type task struct {
+		e, p int
+		cost float64
 	}
-	base := sim.Setup{Network: sim.DefaultNetwork(), INA: true, Mode: netpack.Joint, Interval: cfg.Interval, Warmup: warm}
-	for _, l := range []Links{Roomy, Constrained} {
-		c, err := cfg.cluster(cfg.Racks, cfg.Machines, l)
-		if err != nil {
-			return nil, err
-		}
-		s := base
-		s.Cluster = c
-		if rep.Trace[l.Name], err = cfg.compare("trace, "+l.Name, s, cfg.Trace, all); err != nil {
-			return nil, err
-		}
-		s.INA = false
-		if rep.NoINA[l.Name], err = cfg.compare("trace, INA off, "+l.Name, s, cfg.Trace, all); err != nil {
-			return nil, err
-		}
-		s.INA, s.Mode = true, netpack.Separate
-		if rep.Separate[l.Name], err = cfg.compare("trace, separate estimation, "+l.Name, s, cfg.Trace, []string{"netpack"}); err != nil {
-			return nil, err
-		}
-	}
-	if err := rep.slots(base); err != nil {
-		return nil, err
-	}
-	if cfg.Memory.Seeds > 0 {
-		if err := rep.memory(base, all); err != nil {
-			return nil, err
+	runs := make([]*Run, len(es))
+	ws := make([]*sim.Workload, len(es))
+	prep := make([]sync.Once, len(es))
+	perr := make([]error, len(es))
+	var tasks []task
+	for i, e := range es {
+		runs[i] = &Run{Key: e.key, Label: e.label, Setting: e.s, Source: e.source, Results: make([]*sim.Result, len(e.policies))}
+		for k, p := range e.policies {
+			// Expensive runs first, so the last ones finish together: spreading baselines couple
+			// the most jobs; large clusters have the most of them.
+			c := 1.0
+			switch p {
+			case "gpu-balance":
+				c = 6
+			case "tetris", "flow-balance":
+				c = 3
+			case "min-frag":
+				c = 2
+			}
+			if e.source == "size" {
+				c *= float64(e.machines) / 100
+			}
+			tasks = append(tasks, task{i, k, c})
 		}
 	}
-	if err := rep.scale(base, all); err != nil {
-		return nil, err
+	sort.SliceStable(tasks, func(a, b int) bool { return tasks[a].cost > tasks[b].cost })
+	workers := cfg.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	var mu sync.Mutex
+	var firstErr error
+	left := make([]int, len(es))
+	for i, e := range es {
+		left[i] = len(e.policies)
+	}
+	start := make([]time.Time, len(es))
+	next := make(chan task)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range next {
+				e := es[t.e]
+				prep[t.e].Do(func() {
+					start[t.e] = time.Now()
+					var off, sc float64
+					ws[t.e], off, sc, perr[t.e] = cfg.workload(e)
+					if perr[t.e] == nil {
+						runs[t.e].Offered, runs[t.e].Scale = off, sc
+						runs[t.e].Jobs, runs[t.e].TooBig = len(ws[t.e].Jobs), len(ws[t.e].TooBig)
+					}
+				})
+				if perr[t.e] != nil {
+					mu.Lock()
+					firstErr = cmpErr(firstErr, fmt.Errorf("%s: %w", e.label, perr[t.e]))
+					mu.Unlock()
+					continue
+				}
+				p := e.policies[t.p]
+				t0 := time.Now()
+				res, err := ws[t.e].RunEstimating(p, e.estimate && p == "netpack", nil)
+				if cfg.Verbose {
+					cfg.logf("run:  %-62s %-14s %6.2f s", e.label, p, time.Since(t0).Seconds())
+				}
+				mu.Lock()
+				if err != nil {
+					firstErr = cmpErr(firstErr, fmt.Errorf("%s, %s: %w", e.label, p, err))
+				} else {
+					runs[t.e].Results[t.p] = res
+				}
+				if left[t.e]--; left[t.e] == 0 {
+					runs[t.e].Wall = time.Since(start[t.e])
+					cfg.logf("eval: %-62s %5d jobs %7.1f s", e.label, runs[t.e].Jobs, runs[t.e].Wall.Seconds())
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, t := range tasks {
+		next <- t
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	for _, r := range runs {
+		rep.Runs[r.Key] = r
 	}
 	return rep, rep.plots()
 }
 
-// slots compares ESA with ATP on the constrained cluster, with the default and with a quarter
-// of the aggregator memory (where slots, not links, are what jobs contend for).
-func (rep *Report) slots(base sim.Setup) error {
-	cfg := &rep.Cfg
-	pols := []string{"netpack", "gpu-balance"}
-	for _, mem := range []struct {
-		suffix string
-		frac   float64
-	}{{"", 1}, {"-scarce", 0.25}} {
-		for _, sp := range []sim.SlotPolicy{sim.ESA, sim.ATP} {
-			c, err := cfg.cluster(cfg.Racks, cfg.Machines, Constrained)
-			if err != nil {
-				return err
-			}
-			for i := range c.Racks {
-				c.Racks[i].INAMemoryBytes *= mem.frac
-			}
-			s := base
-			s.Cluster = c
-			s.Network.Slots.Policy = sp
-			key := string(sp) + mem.suffix
-			if rep.SlotRuns[key], err = cfg.compare(fmt.Sprintf("trace, slots %s, memory x%g", sp, mem.frac), s, cfg.Trace, pols); err != nil {
-				return err
-			}
-			if key == "atp-scarce" {
-				// Where INA capacity binds, joint and separate estimation can disagree.
-				s.Mode = netpack.Separate
-				if rep.Separate[ScarceATP], err = cfg.compare("trace, separate estimation, slots atp, memory x0.25", s, cfg.Trace, []string{"netpack"}); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// scale sweeps cluster sizes with synthetic workloads scaled to the cluster.
-func (rep *Report) scale(base sim.Setup, all []string) error {
-	cfg := &rep.Cfg
-	for _, m := range cfg.Sizes {
-		per := 20
-		racks := max(1, m/per)
-		c, err := cfg.cluster(racks, per, Constrained)
-		if err != nil {
-			return err
-		}
-		n := min(cfg.MaxJobs, int(cfg.JobsPerM*float64(racks*per)))
-		// Beyond 1,000 machines jobs grow with the cluster, so that the number of concurrent
-		// jobs (cost) stays bounded and the capped job count still fills the cluster.
-		gs := max(1, racks*per/1000)
-		tr, err := trace.Synthetic(trace.SynthConfig{Jobs: n, TotalGPUs: c.TotalGPUs(), Load: 0.8, MaxGPUs: c.TotalGPUs(),
-			GPUScale: gs}, cfg.Seed)
-		if err != nil {
-			return err
-		}
-		s := base
-		s.Cluster = c
-		// Synthetic runs are short; the warm-up is the first tenth of the arrival window.
-		s.Warmup = tr.Span() / 10
-		r, err := cfg.compare(fmt.Sprintf("synthetic, %d machines (%d racks)", racks*per, racks), s, tr, all)
-		if err != nil {
-			return err
-		}
-		rep.Scale = append(rep.Scale, r)
-	}
-	return nil
-}
-
-// plots draws the figures the report links.
-func (rep *Report) plots() error {
-	dir := rep.Cfg.ImgDir
-	for _, l := range []Links{Roomy, Constrained} {
-		r := rep.Trace[l.Name]
-		var series []plot.Series
-		var names []string
-		var means []float64
-		for _, x := range r.Results {
-			var jcts []float64
-			for i := range x.Jobs {
-				if x.Jobs[i].Submit >= x.Warmup {
-					jcts = append(jcts, x.Jobs[i].JCT()/3600)
-				}
-			}
-			series = append(series, plot.Series{Name: x.Policy, Values: jcts})
-			names = append(names, x.Policy)
-			means = append(means, x.Summary.MeanJCT/3600)
-		}
-		tag := "roomy"
-		if l == Constrained {
-			tag = "constrained"
-		}
-		cdf, err := plot.CDF("JCT CDF, "+filepath.Base(rep.Cfg.TraceName)+", "+l.Name, "JCT (hours, log scale)", series)
-		if err != nil {
-			return err
-		}
-		if err := plot.Save(cdf, filepath.Join(dir, "jct-cdf-"+tag)); err != nil {
-			return err
-		}
-		bars, err := plot.Bars("Mean JCT, "+l.Name, "hours", names, means)
-		if err != nil {
-			return err
-		}
-		if err := plot.Save(bars, filepath.Join(dir, "jct-mean-"+tag)); err != nil {
-			return err
-		}
-		rep.Images = append(rep.Images, "jct-cdf-"+tag, "jct-mean-"+tag)
-	}
-	if len(rep.Scale) == 0 {
-		return nil
-	}
-	var xs []float64
-	series := make([]plot.Series, len(rep.Baselines))
-	for i, b := range rep.Baselines {
-		series[i].Name = "vs " + b
-	}
-	for _, r := range rep.Scale {
-		xs = append(xs, float64(len(r.Setup.Cluster.Machines)))
-		for i, b := range rep.Baselines {
-			series[i].Values = append(series[i].Values, 100*r.Gain(b))
-		}
-	}
-	lines, err := plot.Lines("NetPack's mean-JCT reduction by cluster size", "machines (log scale)", "% lower mean JCT", xs, series, true)
-	if err != nil {
+// cmpErr keeps the first error by message order, so a failing evaluation reports the same error
+// whatever the scheduling of its runs.
+func cmpErr(have, err error) error {
+	if have == nil || err.Error() < have.Error() {
 		return err
 	}
-	rep.Images = append(rep.Images, "scale-gain")
-	return plot.Save(lines, filepath.Join(dir, "scale-gain"))
+	return have
 }

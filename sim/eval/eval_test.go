@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,18 +10,23 @@ import (
 	"github.com/inapack/inapack/sim/trace"
 )
 
-// A miniature evaluation: every section is produced, every linked plot exists, and the report
-// quotes the measured numbers (no NaN).
-func TestEvaluateSmall(t *testing.T) {
-	tr, err := trace.Synthetic(trace.SynthConfig{Jobs: 40, TotalGPUs: 64, Load: 0.9, MaxGPUs: 32, DurationScale: 0.05}, 3)
+// small is a miniature of the evaluation: every experiment, on a few machines and jobs.
+func small(t *testing.T, dir string, workers int) (*Report, string) {
+	t.Helper()
+	tr, err := trace.Synthetic(trace.SynthConfig{Jobs: 60, TotalGPUs: 16, Load: 0.6, MaxGPUs: 8, DurationScale: 0.05}, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	rep, err := Evaluate(Config{Trace: tr, TraceName: "synthetic", Racks: 2, Machines: 4, GPUs: 8, Interval: 60,
-		Sizes: []int{40}, JobsPerM: 1, MaxJobs: 40, Seed: 1,
-		Memory: MemoryBound{Racks: 2, Machines: 4, GPUs: 2, Jobs: 30, GPUScale: 2, Load: 0.9, Memories: []float64{4096}, Seeds: 2},
-		ImgDir: filepath.Join(dir, "img"), ImgLink: "img"})
+	cfg := DefaultConfig(tr, "synthetic.csv")
+	cfg.Paper.Racks, cfg.Paper.Machines = 2, 4 // 16 GPUs
+	cfg.Legacy.Racks, cfg.Legacy.Machines = 1, 2
+	cfg.Loads = []float64{0.5, 0.9}
+	cfg.Memories = []float64{16 << 10, 64 << 10}
+	cfg.GPUs = []int{2, 4}
+	cfg.Oversubs = []float64{1, 4}
+	cfg.Sizes, cfg.SizeRack, cfg.SizeJobs, cfg.SynthJobs = []int{8, 16}, 4, 30, 40
+	cfg.ImgDir, cfg.ImgLink, cfg.Workers = filepath.Join(dir, "img"), "img", workers
+	rep, err := Evaluate(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,9 +34,17 @@ func TestEvaluateSmall(t *testing.T) {
 	if err := rep.Markdown(&b); err != nil {
 		t.Fatal(err)
 	}
-	md := b.String()
-	for _, want := range []string{"## 1.", "## 2. INA disabled", "## 3. Joint", "## 4. Cluster size", "## 5. ESA", "## 6. Switch memory", "## 7. Side by side", "ESA's priority order alone",
-		"| netpack |", "up to 63%", "1.35x"} {
+	return rep, b.String()
+}
+
+// Every section is produced, every linked plot exists, and the report quotes measured numbers.
+func TestEvaluateSmall(t *testing.T) {
+	dir := t.TempDir()
+	rep, md := small(t, dir, 0)
+	for _, want := range []string{"## Summary", "## 1. Setup", "## 2. Placement under equal admission", "## 3. Admission",
+		"## 4. Synthetic", "## 5. The earlier setting", "## 6. NetPack's estimator", "### 7.1 Offered load", "### 7.5 Cluster size",
+		"### 8.1 INA off", "### 8.2 Joint", "### 8.3 ESA", "## 9. Where NetPack loses", "## 10. Side by side", "| netpack |",
+		"up to 63%", "1.35x", "98% correlation", "tf_cnn_benchmarks"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -39,10 +53,35 @@ func TestEvaluateSmall(t *testing.T) {
 		t.Error("report contains NaN")
 	}
 	for _, img := range rep.Images {
+		if !strings.Contains(md, "img/"+img+".svg") && img != "jct-mean" && img != "jct-cdf" {
+			t.Errorf("plot %s is not linked", img)
+		}
 		for _, ext := range []string{".png", ".svg"} {
 			if _, err := os.Stat(filepath.Join(dir, "img", img+ext)); err != nil {
 				t.Error(err)
 			}
+		}
+	}
+}
+
+// The report and its plots are a function of the trace and the configuration only: two runs
+// (with different parallelism, so runs finish in a different order) write the same bytes.
+func TestEvaluateDeterministic(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	_, mdA := small(t, a, 1)
+	_, mdB := small(t, b, 3)
+	if mdA != mdB {
+		t.Fatal("two runs wrote different reports")
+	}
+	files, err := os.ReadDir(filepath.Join(a, "img"))
+	if err != nil || len(files) == 0 {
+		t.Fatal("no plots", err)
+	}
+	for _, f := range files {
+		x, err1 := os.ReadFile(filepath.Join(a, "img", f.Name()))
+		y, err2 := os.ReadFile(filepath.Join(b, "img", f.Name()))
+		if err1 != nil || err2 != nil || !bytes.Equal(x, y) {
+			t.Errorf("plot %s differs between runs (%v %v)", f.Name(), err1, err2)
 		}
 	}
 }

@@ -104,3 +104,32 @@ func (t *Trace) Span() float64 {
 	}
 	return t.Jobs[len(t.Jobs)-1].Submit - t.Jobs[0].Submit
 }
+
+// OfferedLoad is the trace's GPU-time over the GPU-time of a cluster of gpus GPUs during the
+// arrival window (first to last submission): the utilisation it would cause if jobs ran at the
+// speed the trace recorded. 0 for a trace spanning no time.
+func (t *Trace) OfferedLoad(gpus int) float64 {
+	span := t.Span()
+	if span <= 0 || gpus <= 0 {
+		return 0
+	}
+	w := 0.0
+	for _, j := range t.Jobs {
+		w += float64(j.GPUs) * j.Duration
+	}
+	return w / (float64(gpus) * span)
+}
+
+// Scaled is a copy with every submission time multiplied by f (f < 1 compresses arrivals, which
+// raises the offered load by 1/f); durations are unchanged.
+func (t *Trace) Scaled(f float64) *Trace {
+	c := &Trace{Jobs: append([]Job(nil), t.Jobs...), Skipped: t.Skipped, Incomplete: t.Incomplete}
+	t0 := 0.0
+	if len(c.Jobs) > 0 {
+		t0 = c.Jobs[0].Submit
+	}
+	for i := range c.Jobs {
+		c.Jobs[i].Submit = t0 + (c.Jobs[i].Submit-t0)*f
+	}
+	return c
+}
