@@ -135,11 +135,13 @@ func packedWorkers(st *State, g int) []Worker {
 		racks[r] = r
 	}
 	slices.SortStableFunc(racks, func(a, b int) int { return rackFree[b] - rackFree[a] })
-	var ws []Worker
+	var order []MachineID
+	held := 0
 	for _, r := range racks {
-		if g == 0 || rackFree[r] == 0 {
+		if rackFree[r] == 0 || held >= g {
 			break
 		}
+		held += rackFree[r]
 		rk := &c.Racks[r]
 		ms := make([]MachineID, 0, rk.Count)
 		for m := rk.First; m < rk.First+MachineID(rk.Count); m++ {
@@ -148,20 +150,9 @@ func packedWorkers(st *State, g int) []Worker {
 			}
 		}
 		slices.SortStableFunc(ms, func(a, b MachineID) int { return st.free[b] - st.free[a] })
-		for _, m := range ms {
-			if g == 0 {
-				break
-			}
-			t := min(st.free[m], g)
-			ws = append(ws, Worker{Machine: m, GPUs: t})
-			g -= t
-		}
+		order = append(order, ms...)
 	}
-	if g > 0 {
-		return nil
-	}
-	sortWorkers(ws)
-	return ws
+	return takeInOrder(st.free, order, g)
 }
 
 // solveKnapsack picks the subset of items (indexes into waiting) with the largest total value

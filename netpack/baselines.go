@@ -114,14 +114,15 @@ func (w *blWork) addTraffic(p *Placement) {
 	}
 }
 
-// takeInOrder takes min(free, remaining) GPUs from machines in the given order.
-func (w *blWork) takeInOrder(order []MachineID, g int) []Worker {
+// takeInOrder takes min(free, what is still needed) GPUs from machines in the given order, until
+// g are taken; the workers come back in machine order, or nil if the machines lack g GPUs.
+func takeInOrder(free []int, order []MachineID, g int) []Worker {
 	var ws []Worker
 	for _, m := range order {
 		if g == 0 {
 			break
 		}
-		if t := min(w.free[m], g); t > 0 {
+		if t := min(free[m], g); t > 0 {
 			ws = append(ws, Worker{Machine: m, GPUs: t})
 			g -= t
 		}
@@ -129,6 +130,7 @@ func (w *blWork) takeInOrder(order []MachineID, g int) []Worker {
 	if g > 0 {
 		return nil
 	}
+	sortWorkers(ws)
 	return ws
 }
 
@@ -173,7 +175,7 @@ func flowBalance(w *blWork, j *Job) []Worker {
 		}
 		return w.free[b] - w.free[a]
 	})
-	return w.takeInOrder(ms, j.GPUs)
+	return takeInOrder(w.free, ms, j.GPUs)
 }
 
 // minFrag is best fit: the machine with the fewest free GPUs that holds the job, else machines
@@ -186,7 +188,7 @@ func minFrag(w *blWork, j *Job) []Worker {
 			return []Worker{{Machine: m, GPUs: j.GPUs}}
 		}
 	}
-	return w.takeInOrder(ms, j.GPUs)
+	return takeInOrder(w.free, ms, j.GPUs)
 }
 
 // tetris is multi-resource packing after Grandl et al. (SIGCOMM'14): repeatedly pick the machine
@@ -270,7 +272,7 @@ func consolidate(w *blWork, j *Job) []Worker {
 		slices.SortStableFunc(ms, func(a, b MachineID) int { return w.free[b] - w.free[a] })
 		order = append(order, ms...)
 	}
-	return w.takeInOrder(order, g)
+	return takeInOrder(w.free, order, g)
 }
 
 func psOnLargestWorker(_ *blWork, ws []Worker) MachineID {

@@ -162,20 +162,7 @@ func spreadFullest(free []int, g int) []Worker {
 		}
 	}
 	slices.SortStableFunc(order, func(a, b MachineID) int { return free[b] - free[a] })
-	var ws []Worker
-	for _, m := range order {
-		if g == 0 {
-			break
-		}
-		t := min(free[m], g)
-		ws = append(ws, Worker{Machine: m, GPUs: t})
-		g -= t
-	}
-	if g > 0 {
-		return nil
-	}
-	sortWorkers(ws)
-	return ws
+	return takeInOrder(free, order, g)
 }
 
 // racksBy lists racks passing keep, ordered by less then index.

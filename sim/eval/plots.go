@@ -28,40 +28,37 @@ func (rep *Report) sweeps() []sweep {
 		}
 		out = append(out, s)
 	}
-	var ks []string
-	var xs []float64
-	for _, l := range cfg.Loads {
-		ks, xs = append(ks, rep.loadKey(l)), append(xs, l)
-	}
-	add(sweep{name: "offered load", axis: "offered load (GPU-time / capacity)", file: "sweep-load", xs: xs}, ks)
-	ks, xs = nil, nil
-	for _, m := range cfg.Memories {
-		k := kMem(m)
-		if m == cfg.Paper.MemoryBytes {
-			k = kMain
+	// around lists the runs of one parameter's values, the paper setting's value being the main run.
+	around := func(vals []float64, paper float64, key func(float64) string) (ks []string) {
+		for _, v := range vals {
+			if v == paper {
+				ks = append(ks, kMain)
+			} else {
+				ks = append(ks, key(v))
+			}
 		}
-		ks, xs = append(ks, k), append(xs, m/1024)
+		return ks
 	}
-	add(sweep{name: "INA memory per ToR", axis: "KiB of aggregator memory per ToR", file: "sweep-memory", xs: xs, logX: true}, ks)
-	ks, xs = nil, nil
+	scaled := func(vals []float64, f float64) []float64 {
+		var out []float64
+		for _, v := range vals {
+			out = append(out, v*f)
+		}
+		return out
+	}
+	var gpus []float64
 	for _, g := range cfg.GPUs {
-		k := kGPUs(g)
-		if g == cfg.Paper.GPUs {
-			k = kMain
-		}
-		ks, xs = append(ks, k), append(xs, float64(g))
+		gpus = append(gpus, float64(g))
 	}
-	add(sweep{name: "GPUs per machine", axis: "GPUs per machine (same 1,024 GPUs)", file: "sweep-gpus", xs: xs, logX: true}, ks)
-	ks, xs = nil, nil
-	for _, o := range cfg.Oversubs {
-		k := kOver(o)
-		if o == cfg.Paper.Oversub {
-			k = kMain
-		}
-		ks, xs = append(ks, k), append(xs, o)
-	}
-	add(sweep{name: "ToR oversubscription", axis: "rack NICs : ToR uplink", file: "sweep-oversub", xs: xs, logX: true}, ks)
-	ks, xs = nil, nil
+	add(sweep{name: "offered load", axis: "offered load (GPU-time / capacity)", file: "sweep-load", xs: cfg.Loads},
+		around(cfg.Loads, cfg.Paper.Load, kLoad))
+	add(sweep{name: "INA memory per ToR", axis: "KiB of aggregator memory per ToR", file: "sweep-memory", xs: scaled(cfg.Memories, 1.0/1024), logX: true},
+		around(cfg.Memories, cfg.Paper.MemoryBytes, kMem))
+	add(sweep{name: "GPUs per machine", axis: "GPUs per machine (same GPUs in all)", file: "sweep-gpus", xs: gpus, logX: true},
+		around(gpus, float64(cfg.Paper.GPUs), func(g float64) string { return kGPUs(int(g)) }))
+	add(sweep{name: "ToR oversubscription", axis: "rack NICs : ToR uplink", file: "sweep-oversub", xs: cfg.Oversubs, logX: true},
+		around(cfg.Oversubs, cfg.Paper.Oversub, kOver))
+	var ks []string
 	for _, m := range cfg.Sizes {
 		ks = append(ks, kSize(m))
 	}
