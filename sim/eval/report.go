@@ -39,7 +39,7 @@ func (rep *Report) Markdown(w io.Writer) error {
 	p("\n**NetPack's placement gain against the best baseline (%s): %s** (%s h against %s h). Where each difference comes from (NetPack's figure first):\n\n",
 		bb, pct(main.Gain(bb)), hours(main.Mean("netpack")), hours(main.Mean(bb)))
 	for _, b := range rep.Baselines {
-		p("- vs %s, %s %s: %s.\n", b, pct(main.Gain(b)), lowerHigher(main.Gain(b)), why(main.Result("netpack"), main.Result(b)))
+		p("- vs %s, %s: %s.\n", b, rel(main.Gain(b)), why(main.Result("netpack"), main.Result(b)))
 	}
 	p("\n")
 	p("![JCT CDF](%s/jct-cdf.svg)\n\n![mean JCT](%s/jct-mean.svg)\n\n", cfg.ImgLink, cfg.ImgLink)
@@ -94,11 +94,11 @@ func (rep *Report) summary(p func(string, ...any)) {
 	main := rep.Runs[kMain]
 	bb := main.BestBaseline()
 	p("## Summary\n\n")
-	p("- **Placement, paper setting, equal admission:** NetPack's mean JCT is %s lower than the best baseline's (%s), %s lower than the baselines' on average.\n",
-		pct(main.Gain(bb)), bb, pct(rep.meanGain(main)))
+	p("- **Placement, paper setting, equal admission:** NetPack's mean JCT is %s than the best baseline's (%s), %s than the baselines' on average.\n",
+		rel(main.Gain(bb)), bb, rel(rep.meanGain(main)))
 	if k := rep.Runs[kKnapsack]; k != nil {
-		p("- **Admission, separately:** NetPack's knapsack instead of FIFO %s; NetPack with the knapsack against the best baseline with FIFO (placement and admission together, the paper's kind of comparison): %s lower.\n",
-			change("NetPack's mean JCT", 1-k.Mean("netpack")/main.Mean("netpack")), pct(1-k.Mean("netpack")/main.Mean(bb)))
+		p("- **Admission, separately:** NetPack's knapsack instead of FIFO %s; NetPack with the knapsack against the best baseline with FIFO (placement and admission together, the paper's kind of comparison): %s.\n",
+			change("NetPack's mean JCT", 1-k.Mean("netpack")/main.Mean("netpack")), rel(1-k.Mean("netpack")/main.Mean(bb)))
 	}
 	if r := main.Result("netpack"); r.Summary.EstMAPE > 0 {
 		lo, hi := rep.Cfg.Loads[0], rep.Cfg.Loads[len(rep.Cfg.Loads)-1]
@@ -111,15 +111,22 @@ func (rep *Report) summary(p func(string, ...any)) {
 		wins+ties+losses, wins, ties, losses)
 }
 
-func lowerHigher(g float64) string {
-	if g < 0 {
-		return "higher"
+// rel says a reduction 1 - mine/other in words: "12% lower", "3% higher", "the same (within 0.5%)".
+func rel(g float64) string {
+	switch {
+	case math.Abs(g) < 0.005:
+		return "the same (within 0.5%)"
+	case g < 0:
+		return pct(-g) + " higher"
 	}
-	return "lower"
+	return pct(g) + " lower"
 }
 
 // change says how much lower (or higher) what is, given the reduction 1 - new/old.
 func change(what string, red float64) string {
+	if math.Abs(red) < 0.005 {
+		return "leaves " + what + " unchanged (within 0.5%)"
+	}
 	if red < 0 {
 		return "raises " + what + " by " + pct(-red)
 	}
