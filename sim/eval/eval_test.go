@@ -85,3 +85,29 @@ func TestEvaluateDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// Any trace in the CSV format must go through: here every job submitted at once (no span, so no
+// load to scale to) and one job larger than the cluster.
+func TestEvaluateDegenerateTrace(t *testing.T) {
+	tr, err := trace.LoadCSV(strings.NewReader("job_id,submit_time_s,num_gpus,duration_s\na,0,1,600\nb,0,8,3600\nc,0,4,7200\nd,0,4096,100\n"), trace.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig(tr, "tiny.csv")
+	cfg.Paper.Racks, cfg.Paper.Machines = 2, 4
+	cfg.Legacy.Racks, cfg.Legacy.Machines = 1, 2
+	cfg.Loads, cfg.Memories, cfg.GPUs, cfg.Oversubs = []float64{0.9}, []float64{64 << 10}, []int{2}, []float64{4}
+	cfg.Sizes, cfg.SizeRack, cfg.SizeJobs, cfg.SynthJobs = []int{8}, 4, 20, 20
+	cfg.ImgDir, cfg.ImgLink = filepath.Join(t.TempDir(), "img"), "img"
+	rep, err := Evaluate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := rep.Markdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	if md := b.String(); strings.Contains(md, "NaN") || !strings.Contains(md, "1 jobs larger than the cluster are left out") {
+		t.Errorf("report on a degenerate trace:\n%s", md)
+	}
+}

@@ -39,7 +39,7 @@ func (rep *Report) Markdown(w io.Writer) error {
 	p("\n**NetPack's placement gain against the best baseline (%s): %s** (%s h against %s h). Where each difference comes from (NetPack's figure first):\n\n",
 		bb, pct(main.Gain(bb)), hours(main.Mean("netpack")), hours(main.Mean(bb)))
 	for _, b := range rep.Baselines {
-		p("- vs %s, %s: %s.\n", b, rel(main.Gain(b)), why(main.Result("netpack"), main.Result(b)))
+		p("- vs %s: NetPack's mean JCT %s its; %s.\n", b, rel(main.Gain(b)), why(main.Result("netpack"), main.Result(b)))
 	}
 	p("\n")
 	p("![JCT CDF](%s/jct-cdf.svg)\n\n![mean JCT](%s/jct-mean.svg)\n\n", cfg.ImgLink, cfg.ImgLink)
@@ -94,10 +94,10 @@ func (rep *Report) summary(p func(string, ...any)) {
 	main := rep.Runs[kMain]
 	bb := main.BestBaseline()
 	p("## Summary\n\n")
-	p("- **Placement, paper setting, equal admission:** NetPack's mean JCT is %s than the best baseline's (%s), %s than the baselines' on average.\n",
+	p("- **Placement, paper setting, equal admission:** NetPack's mean JCT is %s the best baseline's (%s) and %s the baselines' on average.\n",
 		rel(main.Gain(bb)), bb, rel(rep.meanGain(main)))
 	if k := rep.Runs[kKnapsack]; k != nil {
-		p("- **Admission, separately:** NetPack's knapsack instead of FIFO %s; NetPack with the knapsack against the best baseline with FIFO (placement and admission together, the paper's kind of comparison): %s.\n",
+		p("- **Admission, separately:** NetPack's knapsack instead of FIFO %s; NetPack with the knapsack against the best baseline with FIFO (placement and admission together, the paper's kind of comparison): %s it.\n",
 			change("NetPack's mean JCT", 1-k.Mean("netpack")/main.Mean("netpack")), rel(1-k.Mean("netpack")/main.Mean(bb)))
 	}
 	if r := main.Result("netpack"); r.Summary.EstMAPE > 0 {
@@ -111,15 +111,23 @@ func (rep *Report) summary(p func(string, ...any)) {
 		wins+ties+losses, wins, ties, losses)
 }
 
+// corr formats a correlation (n/a when undefined: fewer than 3 jobs or no spread).
+func corr(c float64) string {
+	if math.IsNaN(c) || math.IsInf(c, 0) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", c)
+}
+
 // rel says a reduction 1 - mine/other in words: "12% lower", "3% higher", "the same (within 0.5%)".
 func rel(g float64) string {
 	switch {
 	case math.Abs(g) < 0.005:
-		return "the same (within 0.5%)"
+		return "within 0.5% of"
 	case g < 0:
-		return pct(-g) + " higher"
+		return pct(-g) + " higher than"
 	}
-	return pct(g) + " lower"
+	return pct(g) + " lower than"
 }
 
 // change says how much lower (or higher) what is, given the reduction 1 - new/old.
@@ -162,10 +170,16 @@ func (rep *Report) setup(p func(string, ...any)) {
 			mix = append(mix, fmt.Sprintf("%d GPU: %.1f%%", k, 100*f))
 		}
 	}
-	p("- **Trace:** `%s`, %d jobs over %.1f days (%s). Its own offered load on %d GPUs is %.2f; submission times are multiplied by %.3f to reach offered load %g ",
-		filepath.Base(cfg.TraceName), len(tr.Jobs), tr.Span()/86400, strings.Join(mix, ", "), s.Racks*s.Machines*s.GPUs, main.Offered, main.Scale, s.Load)
-	p("(high enough that jobs queue: the explainer's setting has queueing jobs; GPU utilisation and queueing delay are reported). ")
-	p("The first seventh of the arrival window (the first day of a week) is warm-up: those jobs run but are not counted (%d counted). ", main.Results[0].Summary.Jobs)
+	p("- **Trace:** `%s`, %d jobs over %.1f days (%s). ", filepath.Base(cfg.TraceName), len(tr.Jobs), tr.Span()/86400, strings.Join(mix, ", "))
+	if main.Scale != 1 {
+		p("Its own offered load on %d GPUs is %.2f; submission times are multiplied by %.3f to reach offered load %g ",
+			s.Racks*s.Machines*s.GPUs, main.Offered, main.Scale, s.Load)
+		p("(high enough that jobs queue: the explainer's setting has queueing jobs; GPU utilisation and queueing delay are reported). ")
+	} else {
+		p("Its arrivals are used as they are (it spans no time, so no offered load can be set). ")
+	}
+	p("The first %.1f h of the arrival window (a seventh when it spans 3 days or more, else a tenth) are warm-up: those jobs run but are not counted (%d counted). ",
+		main.Results[0].Warmup/3600, main.Results[0].Summary.Jobs)
 	if main.TooBig > 0 {
 		p("%d jobs larger than the cluster are left out. ", main.TooBig)
 	}
@@ -249,7 +263,7 @@ func (rep *Report) estimatorSection(p func(string, ...any)) {
 	for _, l := range cfg.Loads {
 		r := rep.Runs[rep.loadKey(l)].Result("netpack")
 		c, _ := correlation(r, cs)
-		p("| %g | %d | %s | %s | %.2f | %s |\n", l, r.Summary.NetworkJobs, pct(r.Summary.EstMAPE), signed(r.Summary.EstBias), c, hours(r.Summary.MeanJCT))
+		p("| %g | %d | %s | %s | %s | %s |\n", l, r.Summary.NetworkJobs, pct(r.Summary.EstMAPE), signed(r.Summary.EstBias), corr(c), hours(r.Summary.MeanJCT))
 	}
 	lo := rep.Runs[rep.loadKey(cfg.Loads[0])].Result("netpack").Summary.EstMAPE
 	hi := rep.Runs[rep.loadKey(cfg.Loads[len(cfg.Loads)-1])].Result("netpack").Summary.EstMAPE
@@ -460,8 +474,8 @@ func (rep *Report) papers(p func(string, ...any)) {
 		cs[n] = m.ComputeSec
 	}
 	c, nj := correlation(main.Result("netpack"), cs)
-	p("| simulator against testbed | 98%% correlation | NetPack's estimator against our simulator: r = %.2f over %d jobs, mean absolute error %s (section 6) |\n",
-		c, nj, pct(main.Result("netpack").Summary.EstMAPE))
+	p("| simulator against testbed | 98%% correlation | NetPack's estimator against our simulator: r = %s over %d jobs, mean absolute error %s (section 6) |\n",
+		corr(c), nj, pct(main.Result("netpack").Summary.EstMAPE))
 	p("| placement cost at 10,000 machines | about 13 ms per job | measured by `make bench-placement` (netpack README), not here: timings are not part of this report |\n\n")
 	p("The paper's trace, cluster, link speeds and baselines' code are not public; ours are the trace above, the setting of section 1 and this project's baselines. ")
 	p("Where our numbers differ from the paper's, sections 2, 7 and 9 show the mechanism in this simulator.\n\n")
