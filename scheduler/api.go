@@ -1,13 +1,9 @@
 package scheduler
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 
 	"github.com/inapack/inapack/controlplane/api"
 )
@@ -47,23 +43,15 @@ type handler struct {
 	log *slog.Logger
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(v)
-}
-
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, code int, err error) {
 	h.log.Warn("scheduler API request failed", "method", r.Method, "path", r.URL.Path, "code", code, "err", err)
-	writeJSON(w, code, api.Error{Error: err.Error()})
+	api.WriteJSON(w, code, api.Error{Error: err.Error()})
 }
 
 func (h *handler) submit(w http.ResponseWriter, r *http.Request) {
 	var sub Submission
-	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&sub); err != nil {
-		h.fail(w, r, http.StatusBadRequest, fmt.Errorf("bad JSON body: %w", err))
+	if err := api.DecodeJSON(r, &sub); err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
 	j, err := h.s.Submit(sub)
@@ -71,17 +59,17 @@ func (h *handler) submit(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, j)
+	api.WriteJSON(w, http.StatusCreated, j)
 }
 
 func (h *handler) list(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, h.s.Jobs())
+	api.WriteJSON(w, http.StatusOK, h.s.Jobs())
 }
 
 func (h *handler) id(w http.ResponseWriter, r *http.Request) (int, bool) {
-	id, err := strconv.Atoi(r.PathValue("id"))
+	id, err := api.PathID(r)
 	if err != nil {
-		h.fail(w, r, http.StatusBadRequest, fmt.Errorf("job id %q is not a number", r.PathValue("id")))
+		h.fail(w, r, http.StatusBadRequest, err)
 		return 0, false
 	}
 	return id, true
@@ -97,7 +85,7 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusNotFound, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, j)
+	api.WriteJSON(w, http.StatusOK, j)
 }
 
 func (h *handler) cancel(w http.ResponseWriter, r *http.Request) {
@@ -117,5 +105,5 @@ func (h *handler) cancel(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) cluster(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, ClusterInfo{Policy: h.s.Policy(), Machines: h.s.Machines()})
+	api.WriteJSON(w, http.StatusOK, ClusterInfo{Policy: h.s.Policy(), Machines: h.s.Machines()})
 }

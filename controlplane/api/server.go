@@ -4,13 +4,10 @@ package api
 import (
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 
 	cp "github.com/inapack/inapack/controlplane"
 )
@@ -73,7 +70,7 @@ func RequireToken(next http.Handler, token string, log *slog.Logger) http.Handle
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 			log.Warn("api: unauthorized request", "remote", r.RemoteAddr, "path", r.URL.Path)
-			writeJSON(w, http.StatusUnauthorized, Error{"missing or wrong bearer token"})
+			WriteJSON(w, http.StatusUnauthorized, Error{"missing or wrong bearer token"})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -83,12 +80,6 @@ func RequireToken(next http.Handler, token string, log *slog.Logger) http.Handle
 type handler struct {
 	b   Backend
 	log *slog.Logger
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(v)
 }
 
 // fail maps controller errors to HTTP codes: bad input 400, unknown job 404, duplicate 409, and a
@@ -105,30 +96,28 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		code = http.StatusConflict
 	}
 	h.log.Warn("api request failed", "method", r.Method, "path", r.URL.Path, "code", code, "err", err)
-	writeJSON(w, code, Error{err.Error()})
+	WriteJSON(w, code, Error{err.Error()})
 }
 
 func jobID(w http.ResponseWriter, r *http.Request) (int, bool) {
-	id, err := strconv.Atoi(r.PathValue("id"))
+	id, err := PathID(r)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, Error{fmt.Sprintf("job id %q is not a number", r.PathValue("id"))})
+		WriteJSON(w, http.StatusBadRequest, Error{err.Error()})
 		return 0, false
 	}
 	return id, true
 }
 
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		writeJSON(w, http.StatusBadRequest, Error{"bad JSON body: " + err.Error()})
+	if err := DecodeJSON(r, v); err != nil {
+		WriteJSON(w, http.StatusBadRequest, Error{err.Error()})
 		return false
 	}
 	return true
 }
 
 func (h *handler) list(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, h.b.Jobs())
+	WriteJSON(w, http.StatusOK, h.b.Jobs())
 }
 
 func (h *handler) get(w http.ResponseWriter, r *http.Request) {
@@ -138,7 +127,7 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, j := range h.b.Jobs() {
 		if j.ID == id {
-			writeJSON(w, http.StatusOK, j)
+			WriteJSON(w, http.StatusOK, j)
 			return
 		}
 	}
@@ -154,7 +143,7 @@ func (h *handler) add(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, j)
+	WriteJSON(w, http.StatusCreated, j)
 }
 
 func (h *handler) patch(w http.ResponseWriter, r *http.Request) {
@@ -167,7 +156,7 @@ func (h *handler) patch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p.PriorityCap == nil && p.INA == nil {
-		writeJSON(w, http.StatusBadRequest, Error{"nothing to change: give priority_cap and/or ina"})
+		WriteJSON(w, http.StatusBadRequest, Error{"nothing to change: give priority_cap and/or ina"})
 		return
 	}
 	if err := h.b.UpdateJob(r.Context(), id, p.PriorityCap, p.INA); err != nil {
@@ -190,7 +179,7 @@ func (h *handler) remove(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) status(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, h.b.Status())
+	WriteJSON(w, http.StatusOK, h.b.Status())
 }
 
 // CheckExposure refuses a non-loopback listen address unless both a token and TLS are configured.
