@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	cp "github.com/inapack/inapack/controlplane"
+	"github.com/inapack/inapack/controlplane/api"
 	"github.com/inapack/inapack/scheduler"
 	"github.com/inapack/inapack/scheduler/extender"
 )
@@ -54,13 +54,9 @@ func cmdExtender(args []string) error {
 		Policy: *policy, NICGbps: *nic, UplinkGbps: *uplink, CoreGbps: *core, INAMemoryBytes: *mem, RTT: *rtt}, src, log)
 	srv := &http.Server{Handler: e.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	if *clientCA != "" {
-		pem, err := os.ReadFile(*clientCA)
+		pool, err := api.CertPool(*clientCA)
 		if err != nil {
-			return err
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("%s: no certificate", *clientCA)
+			return fmt.Errorf("--client-ca: %w", err)
 		}
 		srv.TLSConfig = &tls.Config{ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}
 	}

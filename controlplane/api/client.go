@@ -72,13 +72,9 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 
 // TrustCA makes the client speak HTTPS to a server whose certificate caFile's CA signed.
 func (c *Client) TrustCA(caFile string) error {
-	pem, err := os.ReadFile(caFile)
+	pool, err := CertPool(caFile)
 	if err != nil {
 		return err
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return fmt.Errorf("%s: no certificate", caFile)
 	}
 	c.HTTP.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
 	c.Base = strings.Replace(c.Base, "http://", "https://", 1)
@@ -110,4 +106,18 @@ func (c *Client) RemoveJob(ctx context.Context, id int) error {
 func (c *Client) Status(ctx context.Context) ([]cp.SwitchStatus, error) {
 	var out []cp.SwitchStatus
 	return out, c.Do(ctx, http.MethodGet, "/v1/status", nil, &out)
+}
+
+// CertPool reads a PEM file of CA certificates, for the clients and servers of the cluster's
+// HTTP APIs.
+func CertPool(caFile string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: no certificate", caFile)
+	}
+	return pool, nil
 }

@@ -3,7 +3,6 @@ package extender
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/inapack/inapack/controlplane/api"
 )
 
 // APIServer lists nodes and pods from a Kubernetes API server over its REST API.
@@ -50,13 +51,9 @@ func NewAPIServer(apiURL, tokenFile, caFile string) (*APIServer, error) {
 		s.Token = strings.TrimSpace(string(b))
 	}
 	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
+		pool, err := api.CertPool(caFile)
 		if err != nil {
 			return nil, fmt.Errorf("API server CA: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s: no certificate", caFile)
 		}
 		s.HTTP.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
 	}
