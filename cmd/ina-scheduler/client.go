@@ -12,31 +12,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/inapack/inapack/internal/cli"
 	"github.com/inapack/inapack/scheduler"
 )
 
-type clientFlags struct{ api, tokenFile, ca *string }
-
-func addClientFlags(fs *flag.FlagSet) clientFlags {
-	return clientFlags{
-		api:       fs.String("api", DefaultAPIAddress, "scheduler API address (host:port or URL)"),
-		tokenFile: fs.String("token-file", "", "file holding the API bearer token (default $INA_SCHEDULER_TOKEN)"),
-		ca:        fs.String("ca", "", "CA certificate to verify an API served over TLS (implies https)"),
-	}
-}
-
-func (f clientFlags) client() (*scheduler.Client, error) {
-	token, err := readToken(*f.tokenFile, "INA_SCHEDULER_TOKEN")
-	if err != nil {
-		return nil, err
-	}
-	c := scheduler.NewClient(*f.api, token)
-	if *f.ca != "" {
-		if err := c.TrustCA(*f.ca); err != nil {
-			return nil, err
-		}
-	}
-	return c, nil
+func clientFlags(fs *flag.FlagSet) cli.ClientFlags {
+	return cli.AddClientFlags(fs, "scheduler", DefaultAPIAddress, "INA_SCHEDULER_TOKEN")
 }
 
 func reqCtx() (context.Context, context.CancelFunc) {
@@ -45,7 +26,7 @@ func reqCtx() (context.Context, context.CancelFunc) {
 
 func cmdSubmit(args []string) error {
 	fs := flag.NewFlagSet("submit", flag.ExitOnError)
-	cf := addClientFlags(fs)
+	cf := clientFlags(fs)
 	file := fs.String("file", "", "job as JSON (the body of POST /v1/jobs); the flags below are ignored")
 	name := fs.String("name", "", "job name")
 	gpus := fs.Int("gpus", 1, "GPUs")
@@ -74,7 +55,7 @@ func cmdSubmit(args []string) error {
 			sub.ComputeSec = &sec
 		}
 	}
-	c, err := cf.client()
+	c, err := cli.NewClient(cf, scheduler.NewClient)
 	if err != nil {
 		return err
 	}
@@ -90,10 +71,10 @@ func cmdSubmit(args []string) error {
 
 func cmdJobs(args []string) error {
 	fs := flag.NewFlagSet("jobs", flag.ExitOnError)
-	cf := addClientFlags(fs)
+	cf := clientFlags(fs)
 	asJSON := fs.Bool("json", false, "print the API's JSON")
 	fs.Parse(args)
-	c, err := cf.client()
+	c, err := cli.NewClient(cf, scheduler.NewClient)
 	if err != nil {
 		return err
 	}
@@ -141,7 +122,7 @@ func printJobs(out io.Writer, jobs []scheduler.Job) {
 
 func cmdCancel(args []string) error {
 	fs := flag.NewFlagSet("cancel", flag.ExitOnError)
-	cf := addClientFlags(fs)
+	cf := clientFlags(fs)
 	fs.Parse(args)
 	if fs.NArg() != 1 {
 		return fmt.Errorf("cancel: want one job id")
@@ -150,7 +131,7 @@ func cmdCancel(args []string) error {
 	if err != nil {
 		return fmt.Errorf("cancel: job id %q is not a number", fs.Arg(0))
 	}
-	c, err := cf.client()
+	c, err := cli.NewClient(cf, scheduler.NewClient)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 
 	cp "github.com/inapack/inapack/controlplane"
 	"github.com/inapack/inapack/controlplane/api"
+	"github.com/inapack/inapack/internal/cli"
 	"github.com/inapack/inapack/scheduler"
 	"github.com/inapack/inapack/scheduler/extender"
 )
@@ -67,5 +68,5 @@ func cmdExtender(args []string) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	log.Info("extender listening", "address", lis.Addr().String(), "tls", *tlsCert != "", "policy", *policy)
-	return serveUntilDone(ctx, srv, lis, *tlsCert, *tlsKey)
+	return cli.Serve(ctx, []*http.Server{srv}, []net.Listener{lis}, *tlsCert, *tlsKey)
 }

@@ -17,22 +17,12 @@ import (
 	cp "github.com/inapack/inapack/controlplane"
 	"github.com/inapack/inapack/controlplane/api"
 	"github.com/inapack/inapack/controlplane/topology"
+	"github.com/inapack/inapack/internal/cli"
 	"github.com/inapack/inapack/scheduler"
 )
 
 // DefaultAPIAddress is where the scheduler serves by default (the controller takes 9560/9561).
 const DefaultAPIAddress = "127.0.0.1:9570"
-
-func readToken(path, env string) (string, error) {
-	if path == "" {
-		return os.Getenv(env), nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("token file: %w", err)
-	}
-	return strings.TrimSpace(string(b)), nil
-}
 
 func cmdServe(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
@@ -63,7 +53,7 @@ func cmdServe(args []string) error {
 	if *topoPath == "" || *hostsPath == "" {
 		return errors.New("serve needs --topology and --hosts")
 	}
-	token, err := readToken(*tokenFile, "INA_SCHEDULER_TOKEN")
+	token, err := cli.ReadToken(*tokenFile, "INA_SCHEDULER_TOKEN")
 	if err != nil {
 		return err
 	}
@@ -86,7 +76,7 @@ func cmdServe(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctok, err := readToken(*ctlToken, "INACTL_TOKEN")
+	ctok, err := cli.ReadToken(*ctlToken, "INACTL_TOKEN")
 	if err != nil {
 		return err
 	}
@@ -112,30 +102,5 @@ func cmdServe(args []string) error {
 	log.Info("scheduler listening", "address", lis.Addr().String(), "tls", useTLS, "policy", *policy,
 		"machines", len(cluster.Hosts), "gpus", cluster.Model.TotalGPUs())
 	// Agents keep running after this returns: a restarted scheduler re-attaches to them.
-	return serveUntilDone(ctx, srv, lis, *tlsCert, *tlsKey)
-}
-
-// serveUntilDone serves on lis (TLS when cert is set) until ctx ends or serving fails, then shuts
-// the server down.
-func serveUntilDone(ctx context.Context, srv *http.Server, lis net.Listener, cert, key string) error {
-	errc := make(chan error, 1)
-	go func() {
-		if cert != "" {
-			errc <- srv.ServeTLS(lis, cert, key)
-		} else {
-			errc <- srv.Serve(lis)
-		}
-	}()
-	var err error
-	select {
-	case <-ctx.Done():
-	case err = <-errc:
-	}
-	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-	srv.Shutdown(sctx)
-	scancel()
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
-	return err
+	return cli.Serve(ctx, []*http.Server{srv}, []net.Listener{lis}, *tlsCert, *tlsKey)
 }

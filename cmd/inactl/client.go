@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -14,32 +15,11 @@ import (
 
 	cp "github.com/inapack/inapack/controlplane"
 	"github.com/inapack/inapack/controlplane/api"
+	"github.com/inapack/inapack/internal/cli"
 )
 
-type clientFlags struct {
-	api, tokenFile, ca *string
-}
-
-func addClientFlags(fs *flag.FlagSet) clientFlags {
-	return clientFlags{
-		api:       fs.String("api", cp.DefaultAPIAddress, "controller API address (host:port or URL)"),
-		tokenFile: fs.String("token-file", "", "file holding the API bearer token (default $INACTL_TOKEN)"),
-		ca:        fs.String("ca", "", "CA certificate to verify an API served over TLS (implies https)"),
-	}
-}
-
-func (f clientFlags) client() (*api.Client, error) {
-	token, err := readToken(*f.tokenFile)
-	if err != nil {
-		return nil, err
-	}
-	c := api.NewClient(*f.api, token)
-	if *f.ca != "" {
-		if err := c.TrustCA(*f.ca); err != nil {
-			return nil, err
-		}
-	}
-	return c, nil
+func clientFlags(fs *flag.FlagSet) cli.ClientFlags {
+	return cli.AddClientFlags(fs, "controller", cp.DefaultAPIAddress, "INACTL_TOKEN")
 }
 
 func reqCtx() (context.Context, context.CancelFunc) {
@@ -51,9 +31,9 @@ var statusColumns = []string{"claimed", "aggregated", "completed", "duplicate", 
 
 func cmdStatus(args []string) error {
 	fs := flag.NewFlagSet("status", flag.ExitOnError)
-	cf := addClientFlags(fs)
+	cf := clientFlags(fs)
 	fs.Parse(args)
-	c, err := cf.client()
+	c, err := cli.NewClient(cf, api.NewClient)
 	if err != nil {
 		return err
 	}
@@ -74,7 +54,7 @@ func printStatus(out io.Writer, sts []cp.SwitchStatus) {
 			state = "DOWN"
 		}
 		fmt.Fprintf(out, "switch %s (%s, %s): %s, pipeline pushes %d, reconciles %d, last diff: %s\n",
-			s.Name, s.Address, s.Target, state, s.PipelinePushes, s.Reconciles, or(s.LastDiff, "-"))
+			s.Name, s.Address, s.Target, state, s.PipelinePushes, s.Reconciles, cmp.Or(s.LastDiff, "-"))
 		if s.LastError != "" {
 			fmt.Fprintf(out, "  last error: %s\n", s.LastError)
 		}
@@ -146,10 +126,10 @@ func cmdJob(args []string) error {
 		return errUsage
 	}
 	fs := flag.NewFlagSet("job "+args[0], flag.ExitOnError)
-	cf := addClientFlags(fs)
+	cf := clientFlags(fs)
 	file := fs.String("file", "", "job spec (YAML or JSON), for add")
 	fs.Parse(args[1:])
-	c, err := cf.client()
+	c, err := cli.NewClient(cf, api.NewClient)
 	if err != nil {
 		return err
 	}

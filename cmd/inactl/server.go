@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -16,6 +17,7 @@ import (
 
 	cp "github.com/inapack/inapack/controlplane"
 	"github.com/inapack/inapack/controlplane/api"
+	"github.com/inapack/inapack/internal/cli"
 	"github.com/inapack/inapack/p4src"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -77,17 +79,6 @@ func cmdApply(args []string) error {
 	return nil
 }
 
-func readToken(path string) (string, error) {
-	if path == "" {
-		return os.Getenv("INACTL_TOKEN"), nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("token file: %w", err)
-	}
-	return strings.TrimSpace(string(b)), nil
-}
-
 func cmdRun(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ExitOnError)
 	path := configFlag(fs)
@@ -103,11 +94,11 @@ func cmdRun(args []string) error {
 		return err
 	}
 	cc := cfg.Controller
-	token, err := readToken(cc.TokenFile)
+	token, err := cli.ReadToken(cc.TokenFile, "INACTL_TOKEN")
 	if err != nil {
 		return err
 	}
-	apiAddr, metricsAddr := or(cc.APIAddress, cp.DefaultAPIAddress), or(cc.MetricsAddress, cp.DefaultMetrics)
+	apiAddr, metricsAddr := cmp.Or(cc.APIAddress, cp.DefaultAPIAddress), cmp.Or(cc.MetricsAddress, cp.DefaultMetrics)
 	useTLS := cc.TLS != nil && cc.TLS.Cert != ""
 	for _, a := range []string{apiAddr, metricsAddr} {
 		if err := api.CheckExposure(a, token, useTLS); err != nil {
@@ -129,44 +120,21 @@ func cmdRun(args []string) error {
 		{Addr: apiAddr, Handler: api.Handler(c, token, log), ReadHeaderTimeout: 10 * time.Second},
 		{Addr: metricsAddr, Handler: metricsHandler, ReadHeaderTimeout: 10 * time.Second},
 	}
-	errc := make(chan error, len(servers))
-	for _, s := range servers {
-		lis, err := net.Listen("tcp", s.Addr)
-		if err != nil {
+	lis := make([]net.Listener, len(servers))
+	for i, s := range servers {
+		if lis[i], err = net.Listen("tcp", s.Addr); err != nil {
 			return err
 		}
 		log.Info("listening", "address", s.Addr, "tls", useTLS)
-		go func() {
-			var err error
-			if useTLS {
-				err = s.ServeTLS(lis, cc.TLS.Cert, cc.TLS.Key)
-			} else {
-				err = s.Serve(lis)
-			}
-			if !errors.Is(err, http.ErrServerClosed) {
-				errc <- err
-			}
-		}()
 	}
 	runDone := make(chan struct{})
 	go func() { c.Run(ctx); close(runDone) }()
-	select {
-	case <-ctx.Done():
-	case err = <-errc:
-		cancel()
+	var cert, key string
+	if useTLS {
+		cert, key = cc.TLS.Cert, cc.TLS.Key
 	}
-	for _, s := range servers {
-		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-		s.Shutdown(sctx)
-		scancel()
-	}
+	err = cli.Serve(ctx, servers, lis, cert, key)
+	cancel()
 	<-runDone
 	return err
-}
-
-func or(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
