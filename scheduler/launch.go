@@ -170,24 +170,26 @@ func (ps *procs) stop(p *Proc, grace time.Duration) {
 	}
 }
 
-// started is when p's process started, from its start ticks and the boot time (10 ms
-// resolution); zero if unknown.
+// started is when p's process started (10 ms resolution); zero if unknown. Start ticks count from
+// boot, so they are placed against /proc/uptime read now: /proc/stat's btime is whole seconds,
+// which put every start up to a second early (run times longer than the JCT).
 func (p *Proc) started() time.Time {
-	b, err := os.ReadFile("/proc/stat")
+	b, err := os.ReadFile("/proc/uptime")
+	now := time.Now()
 	if err != nil || p.StartTicks == 0 {
 		return time.Time{}
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) == 2 && f[0] == "btime" {
-			boot, err := strconv.ParseInt(f[1], 10, 64)
-			if err != nil {
-				return time.Time{}
-			}
-			// USER_HZ is 100 on every Linux architecture Go supports.
-			return time.Unix(boot, 0).Add(time.Duration(p.StartTicks) * 10 * time.Millisecond)
-		}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return time.Time{}
 	}
-	return time.Time{}
+	up, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return time.Time{}
+	}
+	// USER_HZ is 100 on every Linux architecture Go supports.
+	ago := time.Duration(up*float64(time.Second)) - time.Duration(p.StartTicks)*10*time.Millisecond
+	return now.Add(-ago)
 }
 
 // startTicks reads field 22 of /proc/PID/stat; a zombie counts as gone.
