@@ -19,6 +19,7 @@ import (
 	cp "github.com/inapack/inapack/controlplane"
 	"github.com/inapack/inapack/controlplane/api"
 	"github.com/inapack/inapack/controlplane/topology"
+	"github.com/inapack/inapack/internal/procs"
 	"github.com/inapack/inapack/p4src/wire"
 )
 
@@ -49,7 +50,7 @@ type Cluster struct {
 
 	hostNS []string // namespaces created
 	links  []string // root-side links created (deleting one end deletes its peer)
-	procs  []*proc
+	procs  []*procs.Proc
 	thrift map[string]string // BMv2: switch -> thrift port
 }
 
@@ -194,20 +195,10 @@ func ipCmd(args ...string) error {
 	return nil
 }
 
-// FreeAddr is a loopback address nothing listens on now.
-func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
 func (c *Cluster) startSwitches(ctx context.Context, ports map[string][]swPort) (map[string]topology.Endpoint, error) {
 	eps := map[string]topology.Endpoint{}
 	for _, name := range slices.Sorted(maps.Keys(c.Topo.Switches)) {
-		grpcAddr, err := FreeAddr()
+		grpcAddr, err := procs.FreeAddr()
 		if err != nil {
 			return nil, err
 		}
@@ -224,7 +215,7 @@ func (c *Cluster) startSwitches(ctx context.Context, ports map[string][]swPort) 
 				}
 			}
 		} else {
-			thrift, err := FreeAddr()
+			thrift, err := procs.FreeAddr()
 			if err != nil {
 				return nil, err
 			}
@@ -241,7 +232,7 @@ func (c *Cluster) startSwitches(ctx context.Context, ports map[string][]swPort) 
 		if err != nil {
 			return nil, err
 		}
-		if err := waitTCP(ctx, grpcAddr, p); err != nil {
+		if err := procs.WaitTCP(ctx, grpcAddr, p); err != nil {
 			return nil, err
 		}
 		if c.cfg.Switch == "bmv2" {
@@ -289,11 +280,11 @@ func (c *Cluster) startController(ctx context.Context, eps map[string]topology.E
 			cfg.Switches[i].P4Info = c.cfg.P4Info
 		}
 	}
-	apiAddr, err := FreeAddr()
+	apiAddr, err := procs.FreeAddr()
 	if err != nil {
 		return err
 	}
-	metrics, err := FreeAddr()
+	metrics, err := procs.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -314,7 +305,7 @@ func (c *Cluster) startController(ctx context.Context, eps map[string]topology.E
 	if err != nil {
 		return err
 	}
-	if err := waitTCP(ctx, apiAddr, p); err != nil {
+	if err := procs.WaitTCP(ctx, apiAddr, p); err != nil {
 		return err
 	}
 	c.API = apiAddr
@@ -332,8 +323,8 @@ func (c *Cluster) startController(ctx context.Context, eps map[string]topology.E
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("the controller did not get the switches ready: %v (status %+v, err %v)", ctx.Err(), sts, err)
-		case <-p.done:
-			return fmt.Errorf("inactl exited: %v\n%s", p.err, p.tail(10))
+		case <-p.Done():
+			return p.Exited()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -351,7 +342,7 @@ func (c *Cluster) WriteHosts(path string) error {
 // Close stops the switches and the controller and removes the namespaces and links it made.
 func (c *Cluster) Close() {
 	for i := len(c.procs) - 1; i >= 0; i-- {
-		c.procs[i].stop(3 * time.Second)
+		c.procs[i].Stop(3 * time.Second)
 	}
 	c.procs = nil
 	for _, l := range c.links {

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/inapack/inapack/internal/afring"
+	"github.com/inapack/inapack/internal/procs"
 	"github.com/inapack/inapack/p4src"
 )
 
@@ -103,7 +104,7 @@ func ringForward(sw []string) (func(), error) {
 }
 
 func (o forwardOpts) startRef(ctx context.Context, sw []string) (func(), error) {
-	addr, err := freeAddr()
+	addr, err := procs.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -134,11 +135,11 @@ func (o forwardOpts) findBMv2() (bin, json, why string) {
 
 func (o forwardOpts) bmv2Starter(bin, json string) func(context.Context, []string) (func(), error) {
 	return func(ctx context.Context, sw []string) (func(), error) {
-		addr, err := freeAddr()
+		addr, err := procs.FreeAddr()
 		if err != nil {
 			return nil, err
 		}
-		thrift, err := freeAddr()
+		thrift, err := procs.FreeAddr()
 		if err != nil {
 			return nil, err
 		}
@@ -160,71 +161,41 @@ func (o forwardOpts) bmv2Starter(bin, json string) func(context.Context, []strin
 	}
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
 // runProgrammed starts a switch process, pushes the pipeline and routes 10.0.i.0/24 to port i
 // with the host's MAC, and returns a function that stops the process.
 func runProgrammed(ctx context.Context, argv []string, addr string, cfg, p4info []byte, ports int) (func(), error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	logf, err := os.CreateTemp("", "ina-bench-switch-*.log")
 	if err != nil {
 		return nil, err
 	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
+	logf.Close()
+	p, err := procs.Start(filepath.Base(argv[0]), logf.Name(), procs.Options{}, argv...)
+	if err != nil {
+		os.Remove(logf.Name())
 		return nil, err
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
 	stop := func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(3 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-		logf.Close()
-		os.Remove(logf.Name())
+		p.Stop(3 * time.Second)
+		os.Remove(p.Log)
 	}
-	if err := program(ctx, addr, cfg, p4info, ports, done); err != nil {
+	if err := program(ctx, p, addr, cfg, p4info, ports); err != nil {
 		stop()
 		return nil, err
 	}
 	return stop, nil
 }
 
-func program(ctx context.Context, addr string, cfg, p4info []byte, ports int, died <-chan struct{}) error {
+func program(ctx context.Context, p *procs.Proc, addr string, cfg, p4info []byte, ports int) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	for { // wait for the gRPC port
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			break
-		}
-		select {
-		case <-died:
-			return fmt.Errorf("the switch exited before serving P4Runtime")
-		case <-ctx.Done():
-			return fmt.Errorf("no P4Runtime server on %s: %w", addr, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
+	if err := procs.WaitTCP(ctx, addr, p); err != nil {
+		return fmt.Errorf("no P4Runtime server: %w", err)
 	}
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
 	}
-	go func() { <-died; conn.Close() }()
+	go func() { <-p.Done(); conn.Close() }()
 	cl := client.NewClient(p4v1.NewP4RuntimeClient(conn), 1, &p4v1.Uint128{Low: 1})
 	arb := make(chan bool, 8)
 	go func() { _ = cl.Run(ctx.Done(), arb, make(chan *p4v1.StreamMessageResponse, 8)) }()

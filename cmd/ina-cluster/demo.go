@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/inapack/inapack/controlplane/topology"
 	"github.com/inapack/inapack/emu"
+	"github.com/inapack/inapack/internal/procs"
 	"github.com/inapack/inapack/scheduler"
 )
 
@@ -139,11 +139,11 @@ func runTrace(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info, po
 	if err := cl.WriteHosts(hosts); err != nil {
 		return nil, err
 	}
-	listen, err := emu.FreeAddr()
+	listen, err := procs.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	sched, err := startScheduler(dir, filepath.Join(*cf.bin, "ina-scheduler"), "serve", "--topology", *cf.topology,
+	sched, err := procs.Start("ina-scheduler", filepath.Join(dir, "scheduler.log"), procs.Options{}, filepath.Join(*cf.bin, "ina-scheduler"), "serve", "--topology", *cf.topology,
 		"--hosts", hosts, "--controller", cl.API, "--policy", policy, "--state", filepath.Join(dir, "state"),
 		"--listen", listen, "--bin", *cf.bin, "--window", fmt.Sprint(*cf.window), "--rtt", cf.rtt.String())
 	if err != nil {
@@ -161,9 +161,9 @@ func runTrace(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info, po
 				}
 			}
 		}
-		sched.stop()
+		sched.Stop(10 * time.Second)
 	}()
-	if err := sched.waitAPI(ctx, c); err != nil {
+	if err := waitAPI(ctx, sched, c); err != nil {
 		return nil, err
 	}
 	fmt.Printf("cluster-demo: %s: cluster up (%s switches, controller %s, scheduler %s)\n", policy, target, cl.API, listen)
@@ -209,9 +209,9 @@ func runTrace(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info, po
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("the trace did not finish: %w (scheduler log: %s)", ctx.Err(), sched.log)
-		case <-sched.done:
-			return nil, fmt.Errorf("ina-scheduler exited: %v\n%s", sched.err, tail(sched.log, 10))
+			return nil, fmt.Errorf("the trace did not finish: %w (scheduler log: %s)", ctx.Err(), sched.Log)
+		case <-sched.Done():
+			return nil, sched.Exited()
 		case <-time.After(time.Second):
 		}
 	}
@@ -326,33 +326,8 @@ func jctText(j scheduler.Job) string {
 	return fmt.Sprintf("%.1f", j.JCTSec)
 }
 
-// schedProc is the ina-scheduler serve process of a run.
-type schedProc struct {
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-	err  error
-}
-
-func startScheduler(dir string, argv ...string) (*schedProc, error) {
-	logPath := filepath.Join(dir, "scheduler.log")
-	f, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	p := &schedProc{cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
-	return p, nil
-}
-
-func (p *schedProc) waitAPI(ctx context.Context, c *scheduler.Client) error {
+// waitAPI waits until the scheduler p answers on c, failing early if p exits.
+func waitAPI(ctx context.Context, p *procs.Proc, c *scheduler.Client) error {
 	for {
 		if _, err := c.Cluster(ctx); err == nil {
 			return nil
@@ -360,25 +335,9 @@ func (p *schedProc) waitAPI(ctx context.Context, c *scheduler.Client) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-p.done:
-			return fmt.Errorf("ina-scheduler exited: %v\n%s", p.err, tail(p.log, 10))
+		case <-p.Done():
+			return p.Exited()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-func (p *schedProc) stop() {
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-	}
-}
-
-func tail(path string, n int) string {
-	b, _ := os.ReadFile(path)
-	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	return "    " + strings.Join(lines[max(0, len(lines)-n):], "\n    ")
 }

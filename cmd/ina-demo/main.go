@@ -28,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/inapack/inapack/internal/procs"
 	"github.com/inapack/inapack/p4src/wire"
 )
 
@@ -52,7 +53,7 @@ type demo struct {
 	grpcAddr, apiAddr, metricsAddr, thriftAddr string
 	ps                                         host
 	topo                                       topology
-	procs                                      procs
+	procs                                      demoProcs
 	owned                                      *ledger
 }
 
@@ -247,20 +248,11 @@ func (d *demo) layout() error {
 	}
 	var err error
 	for _, a := range []*string{&d.grpcAddr, &d.apiAddr, &d.metricsAddr, &d.thriftAddr} {
-		if *a, err = freeAddr(); err != nil {
+		if *a, err = procs.FreeAddr(); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 func hostMAC(port int) string { return fmt.Sprintf("02:00:00:00:%02x:%02x", port>>8, port&0xff) }
@@ -281,24 +273,6 @@ func (d *demo) makeHosts() error {
 		}
 	}
 	return nil
-}
-
-// waitTCP waits until addr accepts connections or p exits.
-func waitTCP(ctx context.Context, addr string, p *proc) error {
-	for {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-p.done:
-			return fmt.Errorf("%s exited: %v\n%s", p.name, p.err, p.tail(10))
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 func (d *demo) startSwitch(ctx context.Context) error {
@@ -332,5 +306,5 @@ func (d *demo) startSwitch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return waitTCP(ctx, d.grpcAddr, p)
+	return procs.WaitTCP(ctx, d.grpcAddr, p)
 }

@@ -14,6 +14,7 @@ import (
 
 	cp "github.com/inapack/inapack/controlplane"
 	"github.com/inapack/inapack/controlplane/api"
+	"github.com/inapack/inapack/internal/procs"
 )
 
 func (d *demo) startController(ctx context.Context) error {
@@ -25,7 +26,7 @@ func (d *demo) startController(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := waitTCP(ctx, d.apiAddr, p); err != nil {
+	if err := procs.WaitTCP(ctx, d.apiAddr, p); err != nil {
 		return err
 	}
 	// Ready when the pipeline is pushed, the config reconciled and counters read once.
@@ -43,9 +44,9 @@ func (d *demo) startController(ctx context.Context) error {
 			if len(sts) == 1 {
 				last = sts[0].LastError
 			}
-			return fmt.Errorf("the controller did not get the switch ready (%v %s)\n%s", ctx.Err(), last, p.tail(10))
-		case <-p.done:
-			return fmt.Errorf("inactl exited: %v\n%s", p.err, p.tail(10))
+			return fmt.Errorf("the controller did not get the switch ready (%v %s)\n%s", ctx.Err(), last, p.Tail(10))
+		case <-p.Done():
+			return p.Exited()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -98,13 +99,13 @@ func (d *demo) runJobs(ctx context.Context) error {
 	}
 	select { // the first data packets would be lost if the PS's socket were not open yet
 	case <-psReady:
-	case <-psProc.done:
-		return fmt.Errorf("ina-ps exited: %v\n%s", psProc.err, psProc.tail(10))
+	case <-psProc.Done():
+		return fmt.Errorf("ina-ps exited: %v\n%s", psProc.Err(), psProc.Tail(10))
 	case <-ctx.Done():
 		return fmt.Errorf("ina-ps did not start serving: %v", ctx.Err())
 	}
 	results := map[int][]*workerResult{}
-	var workers []*proc
+	var workers []*procs.Proc
 	start := time.Now()
 	for _, j := range d.jobs {
 		for r, h := range j.hosts {
@@ -147,8 +148,8 @@ func (d *demo) runJobs(ctx context.Context) error {
 					select {
 					case <-killNow:
 						fmt.Printf("demo: killing job %d rank %d after %d iterations\n", j.id, r, d.killAfter)
-						p.stop(0)
-					case <-p.done:
+						p.Stop(0)
+					case <-p.Done():
 					}
 				}()
 			}
@@ -161,7 +162,7 @@ func (d *demo) runJobs(ctx context.Context) error {
 	wait:
 		for {
 			select {
-			case <-p.done:
+			case <-p.Done():
 				break wait
 			case <-ctx.Done():
 				return fmt.Errorf("interrupted or timed out while the jobs ran: %v", ctx.Err())
@@ -203,7 +204,7 @@ func (d *demo) runJobs(ctx context.Context) error {
 			return err
 		}
 	}
-	psProc.stop(3 * time.Second)
+	psProc.Stop(3 * time.Second)
 	return d.summary(results, psLines, snap, elapsed, removal)
 }
 

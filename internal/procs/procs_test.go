@@ -1,0 +1,118 @@
+package procs
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func needSh(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("SKIP: no sh on PATH")
+	}
+}
+
+func TestStartLogsAndHandsLines(t *testing.T) {
+	needSh(t)
+	log := filepath.Join(t.TempDir(), "echo.log")
+	var mu sync.Mutex
+	var got []string
+	p, err := Start("echo", log, Options{OnLine: func(l string) { mu.Lock(); got = append(got, l); mu.Unlock() }},
+		"sh", "-c", "echo one; echo two >&2; exit 3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.Done()
+	if p.Err() == nil {
+		t.Error("exit status 3: no error")
+	}
+	b, _ := os.ReadFile(log)
+	if want := "# sh -c echo one; echo two >&2; exit 3\none\ntwo\n"; string(b) != want {
+		t.Errorf("log %q, want %q", b, want)
+	}
+	if strings.Join(got, ",") != "one,two" {
+		t.Errorf("lines %q", got)
+	}
+	if tail := p.Tail(2); tail != "    one\n    two" {
+		t.Errorf("tail %q", tail)
+	}
+}
+
+func TestStopKillsTheGroup(t *testing.T) {
+	needSh(t)
+	// The shell ignores SIGTERM, so Stop must fall back to SIGKILL, and for the whole group.
+	p, err := Start("sh", filepath.Join(t.TempDir(), "sh.log"), Options{}, "sh", "-c", "trap '' TERM; sleep 30 & echo $!; wait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child int
+	for deadline := time.Now().Add(5 * time.Second); child == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(p.Log)
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(lines) == 2 {
+			child = atoi(lines[1])
+		}
+	}
+	if child == 0 {
+		t.Fatal("the shell did not print its child's pid")
+	}
+	start := time.Now()
+	p.Stop(200 * time.Millisecond)
+	if d := time.Since(start); d < 200*time.Millisecond {
+		t.Errorf("stopped after %v: SIGTERM was not ignored?", d)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if !alive(child) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the shell's child %d survived Stop", child)
+		}
+	}
+}
+
+// alive: a zombie counts as gone (whoever adopted it reaps it in its own time).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || !strings.HasPrefix(string(b[i:]), ") Z")
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+func TestWaitTCP(t *testing.T) {
+	needSh(t)
+	addr, err := FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Start("quitter", filepath.Join(t.TempDir(), "q.log"), Options{}, "sh", "-c", "echo bye; exit 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = WaitTCP(ctx, addr, p)
+	if err == nil || !strings.Contains(err.Error(), "quitter exited") || !strings.Contains(err.Error(), "bye") {
+		t.Errorf("exited process: %v, want its name and log", err)
+	}
+}
