@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/inapack/inapack/internal/agentlog"
 )
 
 // The agents are cmd/ina-ps and cmd/ina-worker; these are their command lines and the lines of
@@ -63,16 +64,6 @@ func (s *Service) workerArgv(j *Job, w PlacedWorker, switchJob int) []string {
 		"-progress-timeout", s.cfg.ProgressTimeout.String()}
 }
 
-var kv = regexp.MustCompile(`(\w+)=(\S+)`)
-
-func parseKV(line string) map[string]string {
-	m := map[string]string{}
-	for _, s := range kv.FindAllStringSubmatch(line, -1) {
-		m[s[1]] = s[2]
-	}
-	return m
-}
-
 // agentLog is what one agent's output said so far.
 type agentLog struct {
 	offset   int64 // bytes of the log read
@@ -89,7 +80,7 @@ type agentLog struct {
 func (a *agentLog) line(l string) {
 	switch {
 	case strings.HasPrefix(l, "worker: "):
-		m := parseKV(l)
+		m := agentlog.Fields(l)
 		a.iters++
 		a.lastMbps, _ = strconv.ParseFloat(m["goodput_mbps"], 64)
 		if m["result"] == "exact" {
@@ -98,7 +89,7 @@ func (a *agentLog) line(l string) {
 			a.wrong++
 		}
 	case strings.HasPrefix(l, "worker-summary: "):
-		a.summary = parseKV(l)
+		a.summary = agentlog.Fields(l)
 	case strings.HasPrefix(l, "worker-error: "):
 		a.errLine = strings.TrimPrefix(l, "worker-error: ")
 	case strings.HasPrefix(l, "ina-ps: serving"):

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	cp "github.com/inapack/inapack/controlplane"
 	"github.com/inapack/inapack/controlplane/api"
+	"github.com/inapack/inapack/internal/agentlog"
 	"github.com/inapack/inapack/internal/procs"
 )
 
@@ -63,16 +63,6 @@ type workerResult struct {
 	iter   int    // iterations reported so far
 }
 
-var kv = regexp.MustCompile(`(\w+)=(\S+)`)
-
-func parseKV(line string) map[string]string {
-	m := map[string]string{}
-	for _, s := range kv.FindAllStringSubmatch(line, -1) {
-		m[s[1]] = s[2]
-	}
-	return m
-}
-
 func (d *demo) runJobs(ctx context.Context) error {
 	psArgs := []string{"ip", "netns", "exec", d.ps.name, filepath.Join(d.bin, "ina-ps"), "-iface", "eth0", "-ip", psIP}
 	for _, j := range d.jobs {
@@ -87,7 +77,7 @@ func (d *demo) runJobs(ctx context.Context) error {
 			psReadyOnce.Do(func() { close(psReady) })
 		}
 		if strings.HasPrefix(line, "ps: job=") {
-			m := parseKV(line)
+			m := agentlog.Fields(line)
 			id, _ := strconv.Atoi(m["job"])
 			mu.Lock()
 			psLines[id] = m
@@ -131,7 +121,7 @@ func (d *demo) runJobs(ctx context.Context) error {
 						once.Do(func() { close(killNow) })
 					}
 				case strings.HasPrefix(line, "worker-summary: "):
-					wr.fields = parseKV(line)
+					wr.fields = agentlog.Fields(line)
 				case strings.HasPrefix(line, "worker-error: "):
 					wr.errMsg = line
 				}
