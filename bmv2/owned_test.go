@@ -6,24 +6,20 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/inapack/inapack/internal/procs"
 )
 
 // procStart reads a process's start time as owned.py does (field 22 of /proc/PID/stat).
 func procStart(t *testing.T, pid int) uint64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	v, err := procs.StartTicks(pid)
 	if err != nil {
-		t.Skip("SKIP: no /proc on this system")
-	}
-	s := string(b)
-	v, err := strconv.ParseUint(strings.Fields(s[strings.LastIndexByte(s, ')')+1:])[19], 10, 64)
-	if err != nil {
-		t.Fatal(err)
+		t.Skip("SKIP: no /proc start time on this system:", err)
 	}
 	return v
 }

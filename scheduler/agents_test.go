@@ -1,10 +1,8 @@
 package scheduler
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 )
 
 // Lines as cmd/ina-worker and cmd/ina-ps print them.
@@ -71,24 +69,5 @@ func TestPriorityCapBands(t *testing.T) {
 	// A higher class always beats a lower one.
 	if priorityCap(1, 0) <= priorityCap(0, 255) {
 		t.Error("class 1 does not beat class 0")
-	}
-}
-
-func TestProcStarted(t *testing.T) {
-	before := time.Now()
-	cmd := exec.Command("sleep", "5")
-	if err := cmd.Start(); err != nil {
-		t.Skip("no sleep command:", err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	after := time.Now()
-	ticks, err := startTicks(cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Start ticks have 10 ms resolution; /proc/uptime is read to 10 ms as well.
-	got := (&Proc{StartTicks: ticks}).started()
-	if got.Before(before.Add(-30*time.Millisecond)) || got.After(after.Add(30*time.Millisecond)) {
-		t.Errorf("started %v, want between %v and %v", got, before, after)
 	}
 }

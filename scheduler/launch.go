@@ -3,7 +3,6 @@ package scheduler
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/inapack/inapack/internal/procs"
 )
 
 // HostAccess says how to run a command on a host: in a named network namespace (ip netns exec),
@@ -89,17 +90,17 @@ func (p *Proc) label() string {
 	return fmt.Sprintf("worker rank %d on %s", p.Rank, p.Host)
 }
 
-// procs starts agents and tells whether they still run. Children started by this process are
+// agentProcs starts agents and tells whether they still run. Children started by this process are
 // reaped here (their exit status kept); processes found again after a restart are watched by PID.
-type procs struct {
+type agentProcs struct {
 	mu     sync.Mutex
 	exited map[int]string // pid -> how a child of ours ended
 	mine   map[int]bool
 }
 
-func newProcs() *procs { return &procs{exited: map[int]string{}, mine: map[int]bool{}} }
+func newProcs() *agentProcs { return &agentProcs{exited: map[int]string{}, mine: map[int]bool{}} }
 
-func (ps *procs) start(h HostAccess, role string, rank int, host, logPath string, argv ...string) (Proc, error) {
+func (ps *agentProcs) start(h HostAccess, role string, rank int, host, logPath string, argv ...string) (Proc, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return Proc{}, err
@@ -115,7 +116,7 @@ func (ps *procs) start(h HostAccess, role string, rank int, host, logPath string
 		return Proc{}, fmt.Errorf("start %s on %s: %w", role, host, err)
 	}
 	p := Proc{Role: role, Rank: rank, Host: host, PID: cmd.Process.Pid, Log: logPath}
-	p.StartTicks, _ = startTicks(p.PID)
+	p.StartTicks, _ = procs.StartTicks(p.PID)
 	ps.mu.Lock()
 	ps.mine[p.PID] = true
 	ps.mu.Unlock()
@@ -133,7 +134,7 @@ func (ps *procs) start(h HostAccess, role string, rank int, host, logPath string
 }
 
 // alive reports whether p still runs; if not, how it ended when known.
-func (ps *procs) alive(p *Proc) (bool, string) {
+func (ps *agentProcs) alive(p *Proc) (bool, string) {
 	ps.mu.Lock()
 	how, done := ps.exited[p.PID]
 	mine := ps.mine[p.PID]
@@ -141,7 +142,7 @@ func (ps *procs) alive(p *Proc) (bool, string) {
 	if mine {
 		return !done, how
 	}
-	t, err := startTicks(p.PID)
+	t, err := procs.StartTicks(p.PID)
 	if err != nil || t != p.StartTicks {
 		return false, "ended while the scheduler was not watching"
 	}
@@ -149,7 +150,7 @@ func (ps *procs) alive(p *Proc) (bool, string) {
 }
 
 // stop sends SIGTERM to p's session (its process group), then SIGKILL after grace.
-func (ps *procs) stop(p *Proc, grace time.Duration) {
+func (ps *agentProcs) stop(p *Proc, grace time.Duration) {
 	if ok, _ := ps.alive(p); !ok {
 		return
 	}
@@ -170,45 +171,5 @@ func (ps *procs) stop(p *Proc, grace time.Duration) {
 	}
 }
 
-// started is when p's process started (10 ms resolution); zero if unknown. Start ticks count from
-// boot, so they are placed against /proc/uptime read now: /proc/stat's btime is whole seconds,
-// which put every start up to a second early (run times longer than the JCT).
-func (p *Proc) started() time.Time {
-	b, err := os.ReadFile("/proc/uptime")
-	now := time.Now()
-	if err != nil || p.StartTicks == 0 {
-		return time.Time{}
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return time.Time{}
-	}
-	up, err := strconv.ParseFloat(f[0], 64)
-	if err != nil {
-		return time.Time{}
-	}
-	// USER_HZ is 100 on every Linux architecture Go supports.
-	ago := time.Duration(up*float64(time.Second)) - time.Duration(p.StartTicks)*10*time.Millisecond
-	return now.Add(-ago)
-}
-
-// startTicks reads field 22 of /proc/PID/stat; a zombie counts as gone.
-func startTicks(pid int) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) may hold spaces and parentheses: fields resume after the last ")".
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, errors.New("malformed stat")
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
-		return 0, errors.New("malformed stat")
-	}
-	if f[0] == "Z" || f[0] == "X" {
-		return 0, errors.New("zombie")
-	}
-	return strconv.ParseUint(f[19], 10, 64)
-}
+// started is when p's process started (10 ms resolution); zero if unknown.
+func (p *Proc) started() time.Time { return procs.StartTime(p.StartTicks) }

@@ -56,7 +56,7 @@ type Config struct {
 type Service struct {
 	cfg   Config
 	log   *slog.Logger
-	procs *procs
+	procs *agentProcs
 
 	mu     sync.Mutex
 	jobs   []*Job

@@ -7,10 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/inapack/inapack/internal/procs"
 )
 
 // ledger records what one run created (namespaces, root-namespace links, child processes) in
@@ -41,18 +41,8 @@ type ownedProc struct {
 // procStart returns a process's start time in clock ticks since boot, or false if it is gone (or
 // a zombie, which has released everything but its PID).
 func procStart(pid int) (uint64, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, false
-	}
-	// The command name (field 2) may hold spaces and parentheses: count fields after the last ')'.
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(f[19], 10, 64)
-	return v, err == nil
+	t, err := procs.StartTicks(pid)
+	return t, err == nil
 }
 
 // alive reports whether the process recorded as (pid, start) still runs.

@@ -2,13 +2,11 @@ package procs
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -69,23 +67,14 @@ func TestStopKillsTheGroup(t *testing.T) {
 		t.Errorf("stopped after %v: SIGTERM was not ignored?", d)
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if !alive(child) {
+		// A zombie counts as gone: whoever adopted it reaps it in its own time.
+		if _, err := StartTicks(child); err == ErrGone {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the shell's child %d survived Stop", child)
 		}
 	}
-}
-
-// alive: a zombie counts as gone (whoever adopted it reaps it in its own time).
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return syscall.Kill(pid, 0) == nil
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i < 0 || !strings.HasPrefix(string(b[i:]), ") Z")
 }
 
 func atoi(s string) int {
@@ -114,5 +103,35 @@ func TestWaitTCP(t *testing.T) {
 	err = WaitTCP(ctx, addr, p)
 	if err == nil || !strings.Contains(err.Error(), "quitter exited") || !strings.Contains(err.Error(), "bye") {
 		t.Errorf("exited process: %v, want its name and log", err)
+	}
+}
+
+func TestStartTicksAndTime(t *testing.T) {
+	before := time.Now()
+	cmd := exec.Command("sleep", "5")
+	if err := cmd.Start(); err != nil {
+		t.Skip("SKIP: no sleep command:", err)
+	}
+	after := time.Now()
+	ticks, err := StartTicks(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Start ticks have 10 ms resolution; /proc/uptime is read to 10 ms as well.
+	if got := StartTime(ticks); got.Before(before.Add(-30*time.Millisecond)) || got.After(after.Add(30*time.Millisecond)) {
+		t.Errorf("started %v, want between %v and %v", got, before, after)
+	}
+	cmd.Process.Kill()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := StartTicks(cmd.Process.Pid); err == ErrGone {
+			break // a zombie (not yet reaped) already counts as gone
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("killed process not reported gone")
+		}
+	}
+	cmd.Wait()
+	if _, err := StartTicks(cmd.Process.Pid); err != ErrGone {
+		t.Errorf("reaped process: %v, want ErrGone", err)
 	}
 }
