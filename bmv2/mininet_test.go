@@ -5,49 +5,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/inapack/inapack/internal/testbin"
 )
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
+// bin is the directory of the commands, built once for the whole package.
+func bin(t *testing.T) string { return testbin.Build(t, "./cmd/...") }
 
-// bin builds the commands once for the whole package, into a directory removed by TestMain.
-func bin(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if binDir, buildErr = os.MkdirTemp("", "ina-bmv2-test"); buildErr != nil {
-			return
-		}
-		build := exec.Command("go", "build", "-o", binDir+"/", "./cmd/...")
-		build.Dir = ".."
-		if out, err := build.CombinedOutput(); err != nil {
-			buildErr = &buildError{err, out}
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binDir
-}
-
-type buildError struct {
-	err error
-	out []byte
-}
-
-func (e *buildError) Error() string { return "go build: " + e.err.Error() + "\n" + string(e.out) }
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 func python(t *testing.T) {
 	t.Helper()

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,7 +13,10 @@ import (
 
 	"github.com/inapack/inapack/controlplane/api"
 	"github.com/inapack/inapack/emu"
+	"github.com/inapack/inapack/internal/testbin"
 )
+
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // TestNetnsScheduler runs the service on an emulated two-rack cluster (namespaces, reference
 // switches, the controller): jobs complete exact on the hosts NetPack chose and leave nothing on
@@ -27,13 +29,7 @@ func TestNetnsScheduler(t *testing.T) {
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("SKIP: iproute2 (ip) not on PATH")
 	}
-	bin := t.TempDir()
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin,
-		"./cmd/refswitch", "./cmd/inactl", "./cmd/ina-ps", "./cmd/ina-worker")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testbin.Build(t, "./cmd/refswitch", "./cmd/inactl", "./cmd/ina-ps", "./cmd/ina-worker")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	topoPath := filepath.Join("..", "bmv2", "topologies", "two-racks", "topology.json")

@@ -6,48 +6,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/inapack/inapack/internal/testbin"
 )
 
-var (
-	buildOnce sync.Once
-	builtDir  string
-	buildErr  error
-)
-
-// binDir is the directory of the commands the namespace tests run: those of this tree, built once
-// per test run, so the tests never run a stale build/bin.
+// binDir is the directory of the commands the namespace tests run.
 func binDir(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		builtDir, buildErr = os.MkdirTemp("", "ina-e2e-bin-")
-		if buildErr != nil {
-			return
-		}
-		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", builtDir,
-			"./cmd/ina-demo", "./cmd/refswitch", "./cmd/inactl", "./cmd/ina-ps", "./cmd/ina-worker")
-		cmd.Dir = filepath.Join("..", "..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v: %s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtDir
+	return testbin.Build(t, "./cmd/ina-demo", "./cmd/refswitch", "./cmd/inactl", "./cmd/ina-ps", "./cmd/ina-worker")
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if builtDir != "" {
-		os.RemoveAll(builtDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // demoRun runs cmd/ina-demo and returns its output; it skips when the machine lacks what the run
 // needs. ina-demo names its namespaces and links with a prefix unique to the run.
