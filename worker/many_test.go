@@ -20,66 +20,55 @@ import (
 // tensor whose sum does not fit is named in the OverflowError while its neighbours stay exact.
 func TestAllReduceMany(t *testing.T) {
 	const n = 3
-	ends := hub(t, n)
 	sizes := []int{1, 0, 100, 64, 7, 300, 5, 1000}
 	kinds := []string{"i", "i", "i", "f", "f", "g", "i", "i"} // f: default scale, g: scale 1024
-	var wg sync.WaitGroup
-	for r := range n {
-		w, err := worker.New(config(r, n), ends[r])
-		if err != nil {
-			t.Fatal(err)
+	eachRank(t, n, func(w *worker.Worker, r int) {
+		value := func(rank, tensor, i int) int32 { return int32((rank+1)*1000 + tensor*100 + i%97 - 500) }
+		ts := make([]worker.Tensor, len(sizes))
+		for k, size := range sizes {
+			switch kinds[k] {
+			case "i":
+				ts[k].Int32 = make([]int32, size)
+				for i := range size {
+					ts[k].Int32[i] = value(r, k, i)
+				}
+			default:
+				ts[k].Float32 = make([]float32, size)
+				if kinds[k] == "g" {
+					ts[k].Scale = 1024
+				}
+				for i := range size {
+					ts[k].Float32[i] = float32(value(r, k, i)) / 4
+				}
+			}
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			value := func(rank, tensor, i int) int32 { return int32((rank+1)*1000 + tensor*100 + i%97 - 500) }
-			ts := make([]worker.Tensor, len(sizes))
-			for k, size := range sizes {
-				switch kinds[k] {
-				case "i":
-					ts[k].Int32 = make([]int32, size)
-					for i := range size {
-						ts[k].Int32[i] = value(r, k, i)
-					}
-				default:
-					ts[k].Float32 = make([]float32, size)
-					if kinds[k] == "g" {
-						ts[k].Scale = 1024
-					}
-					for i := range size {
-						ts[k].Float32[i] = float32(value(r, k, i)) / 4
-					}
+		if err := w.AllReduceMany(context.Background(), ts); err != nil {
+			t.Error(err)
+			return
+		}
+		for k, tn := range ts {
+			for i := range sizes[k] {
+				var sum int64
+				for q := range n {
+					sum += int64(value(q, k, i))
+				}
+				if tn.Int32 != nil && int64(tn.Int32[i]) != sum || tn.Float32 != nil && tn.Float32[i] != float32(sum)/4 {
+					t.Errorf("rank %d tensor %d value %d: %v%v, want %d", r, k, i, tn.Int32, tn.Float32, sum)
+					return
 				}
 			}
-			if err := w.AllReduceMany(context.Background(), ts); err != nil {
-				t.Error(err)
-				return
-			}
-			for k, tn := range ts {
-				for i := range sizes[k] {
-					var sum int64
-					for q := range n {
-						sum += int64(value(q, k, i))
-					}
-					if tn.Int32 != nil && int64(tn.Int32[i]) != sum || tn.Float32 != nil && tn.Float32[i] != float32(sum)/4 {
-						t.Errorf("rank %d tensor %d value %d: %v%v, want %d", r, k, i, tn.Int32, tn.Float32, sum)
-						return
-					}
-				}
-			}
-			// Tensor 1 overflows (the PS sums it exactly and it does not fit); 0 and 2 stay exact.
-			big := []worker.Tensor{{Int32: []int32{1, 2}}, {Int32: []int32{math.MaxInt32 / 2, 5}}, {Int32: []int32{3}}}
-			err = w.AllReduceMany(context.Background(), big)
-			var oe *worker.OverflowError
-			if !errors.As(err, &oe) || len(oe.Tensors) != 1 || oe.Tensors[0] != 1 {
-				t.Errorf("overflow: %v, want an OverflowError naming tensor 1", err)
-			}
-			if big[0].Int32[1] != 2*n || big[2].Int32[0] != 3*n {
-				t.Errorf("tensors beside the overflow: %v %v", big[0].Int32, big[2].Int32)
-			}
-		}()
-	}
-	wg.Wait()
+		}
+		// Tensor 1 overflows (the PS sums it exactly and it does not fit); 0 and 2 stay exact.
+		big := []worker.Tensor{{Int32: []int32{1, 2}}, {Int32: []int32{math.MaxInt32 / 2, 5}}, {Int32: []int32{3}}}
+		err := w.AllReduceMany(context.Background(), big)
+		var oe *worker.OverflowError
+		if !errors.As(err, &oe) || len(oe.Tensors) != 1 || oe.Tensors[0] != 1 {
+			t.Errorf("overflow: %v, want an OverflowError naming tensor 1", err)
+		}
+		if big[0].Int32[1] != 2*n || big[2].Int32[0] != 3*n {
+			t.Errorf("tensors beside the overflow: %v %v", big[0].Int32, big[2].Int32)
+		}
+	})
 }
 
 func TestAllReduceManyErrors(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"sync"
 	"testing"
 
 	"github.com/inapack/inapack/worker"
@@ -151,23 +150,4 @@ func TestAllReduceManyScaled(t *testing.T) {
 			t.Errorf("rank %d: ints %v small %v", r, ints, small)
 		}
 	})
-}
-
-// eachRank runs f for ranks 0..n-1 of one job, each in its own goroutine, connected by hub.
-func eachRank(t *testing.T, n int, f func(w *worker.Worker, rank int)) {
-	t.Helper()
-	ends := hub(t, n)
-	var wg sync.WaitGroup
-	for r := range n {
-		w, err := worker.New(config(r, n), ends[r])
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(w, r)
-		}()
-	}
-	wg.Wait()
 }

@@ -50,8 +50,9 @@ func hub(t *testing.T, workers int) []*transport.Mem {
 	return ends
 }
 
-func TestAllReduceThroughPS(t *testing.T) {
-	const n = 3
+// eachRank runs f for ranks 0..n-1 of one job, each in its own goroutine, connected by hub.
+func eachRank(t *testing.T, n int, f func(w *worker.Worker, rank int)) {
+	t.Helper()
 	ends := hub(t, n)
 	var wg sync.WaitGroup
 	for r := range n {
@@ -62,32 +63,39 @@ func TestAllReduceThroughPS(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for it := range 3 {
-				ints := make([]int32, 1000)
-				worker.Synthetic(5, 1, r, it, ints)
-				if err := w.AllReduceInt32(context.Background(), ints); err != nil {
-					t.Error(err)
-					return
-				}
-				want := make([]int64, len(ints))
-				worker.SyntheticSum(5, 1, n, it, want)
-				for i := range ints {
-					if int64(ints[i]) != want[i] {
-						t.Errorf("rank %d iter %d value %d: %d, want %d", r, it, i, ints[i], want[i])
-						return
-					}
-				}
-			}
-			floats := []float32{0.5, -1.25, 3}
-			if err := w.AllReduceFloat32(context.Background(), floats, 1024); err != nil || floats[0] != 1.5 || floats[1] != -3.75 || floats[2] != 9 {
-				t.Errorf("rank %d float all-reduce: %v %v", r, floats, err)
-			}
-			if s := w.Snapshot(); s.Results != 3*16+1 || s.DataSent < s.Results {
-				t.Errorf("rank %d stats %+v", r, s)
-			}
+			f(w, r)
 		}()
 	}
 	wg.Wait()
+}
+
+func TestAllReduceThroughPS(t *testing.T) {
+	const n = 3
+	eachRank(t, n, func(w *worker.Worker, r int) {
+		for it := range 3 {
+			ints := make([]int32, 1000)
+			worker.Synthetic(5, 1, r, it, ints)
+			if err := w.AllReduceInt32(context.Background(), ints); err != nil {
+				t.Error(err)
+				return
+			}
+			want := make([]int64, len(ints))
+			worker.SyntheticSum(5, 1, n, it, want)
+			for i := range ints {
+				if int64(ints[i]) != want[i] {
+					t.Errorf("rank %d iter %d value %d: %d, want %d", r, it, i, ints[i], want[i])
+					return
+				}
+			}
+		}
+		floats := []float32{0.5, -1.25, 3}
+		if err := w.AllReduceFloat32(context.Background(), floats, 1024); err != nil || floats[0] != 1.5 || floats[1] != -3.75 || floats[2] != 9 {
+			t.Errorf("rank %d float all-reduce: %v %v", r, floats, err)
+		}
+		if s := w.Snapshot(); s.Results != 3*16+1 || s.DataSent < s.Results {
+			t.Errorf("rank %d stats %+v", r, s)
+		}
+	})
 }
 
 func TestNoProgressIsAClearError(t *testing.T) {
