@@ -10,23 +10,22 @@ import (
 // frame that finds it at the bound is tail-dropped.
 type egressQueue struct {
 	mu    sync.Mutex
-	buf   [][]byte // ring
+	buf   [][]byte // ring; its length, set once, is the bound
 	head  int
 	n     int
 	depth atomic.Int64
 	wake  chan struct{}
-	bound int64
 }
 
 func newEgressQueue(n int) egressQueue {
-	return egressQueue{buf: make([][]byte, n), wake: make(chan struct{}, 1), bound: int64(n)}
+	return egressQueue{buf: make([][]byte, n), wake: make(chan struct{}, 1)}
 }
 
 func (q *egressQueue) capacity() int { return len(q.buf) }
 
 // push appends f unless the queue is at its bound. The caller signals the writer afterwards.
 func (q *egressQueue) push(f []byte) bool {
-	if q.depth.Load() >= q.bound {
+	if q.depth.Load() >= int64(q.capacity()) {
 		return false
 	}
 	q.mu.Lock()
