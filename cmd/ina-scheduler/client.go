@@ -47,7 +47,7 @@ func cmdSubmit(args []string) error {
 		}
 	} else {
 		if err := json.Unmarshal([]byte(strconv.Quote(*model)), &sub.Model); err != nil {
-			return err
+			return fmt.Errorf("--model: %w", err)
 		}
 		sub.Name, sub.GPUs, sub.Iterations, sub.BytesPerIteration, sub.PriorityClass = *name, *gpus, *iters, *bytes, *class
 		if *compute >= 0 {
