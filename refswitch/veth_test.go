@@ -3,7 +3,6 @@ package refswitch
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -13,59 +12,17 @@ import (
 	"github.com/antoninbas/p4runtime-go-client/pkg/client"
 	"github.com/mdlayher/packet"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/inapack/inapack/internal/vethtest"
 )
 
-// makeVeths creates n veth pairs named <prefix><i>s (switch side) and <prefix><i>h (host side),
-// up, MTU 9500, IPv6 off so the kernel sends nothing on them; they are deleted when tb ends.
+// makeVeths creates n veth pairs, switch side and host side, MTU 9500 (see vethtest.Pairs).
 func makeVeths(tb testing.TB, prefix string, n int) (sw, host []string) {
 	tb.Helper()
-	if os.Geteuid() != 0 {
-		tb.Skip("SKIP: needs root for veths")
-	}
-	for i := range n {
-		s, h := fmt.Sprintf("%s%ds", prefix, i), fmt.Sprintf("%s%dh", prefix, i)
-		if old, err := netlink.LinkByName(s); err == nil {
-			_ = netlink.LinkDel(old) // left over by a killed run
-		}
-		veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: s, MTU: 9500}, PeerName: h}
-		if err := netlink.LinkAdd(veth); err != nil {
-			tb.Skipf("SKIP: cannot create veth %s: %v", s, err)
-		}
-		tb.Cleanup(func() { _ = netlink.LinkDel(veth) })
-		for _, name := range []string{s, h} {
-			_ = os.WriteFile("/proc/sys/net/ipv6/conf/"+name+"/disable_ipv6", []byte("1"), 0o644)
-			l, err := netlink.LinkByName(name)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			if err := netlink.LinkSetMTU(l, 9500); err != nil {
-				tb.Fatal(err)
-			}
-			if err := netlink.LinkSetUp(l); err != nil {
-				tb.Fatal(err)
-			}
-		}
-		sw, host = append(sw, s), append(host, h)
-	}
-	// A veth drops what is sent before its carrier is up, and LinkSetUp returns before that.
-	for _, name := range append(append([]string(nil), sw...), host...) {
-		waitOperUp(tb, name)
-	}
-	return sw, host
-}
-
-func waitOperUp(tb testing.TB, name string) {
-	tb.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if l, err := netlink.LinkByName(name); err == nil && l.Attrs().OperState == netlink.OperUp {
-			return
-		}
-	}
-	tb.Fatalf("veth %s did not come up", name)
+	return vethtest.Pairs(tb, prefix, n, 9500)
 }
 
 // hostSocket is a raw socket on the host side of a veth that sees only incoming frames.

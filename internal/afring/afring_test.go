@@ -4,39 +4,18 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/inapack/inapack/internal/vethtest"
 )
 
-// vethPair creates a veth pair named after the test process (so concurrent runs never meet) and
-// removes it at the end of the test. It skips without root or iproute2.
+// vethPair is a veth pair of this test (see vethtest.Pair), MTU 9000.
 func vethPair(t testing.TB, tag string) (a, b string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("SKIP: AF_PACKET sockets and veth pairs need root")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("SKIP: iproute2 (ip) not on PATH")
-	}
-	a, b = fmt.Sprintf("afr%s%da", tag, os.Getpid()%100000), fmt.Sprintf("afr%s%db", tag, os.Getpid()%100000)
-	run := func(args ...string) {
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %v: %v: %s", args, err, out)
-		}
-	}
-	_ = exec.Command("ip", "link", "del", a).Run()
-	run("link", "add", a, "type", "veth", "peer", "name", b)
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", a).Run() })
-	for _, l := range []string{a, b} {
-		run("link", "set", l, "mtu", "9000", "up")
-		_ = exec.Command("sysctl", "-qw", "net.ipv6.conf."+l+".disable_ipv6=1").Run()
-	}
-	return a, b
+	return vethtest.Pair(t, "afr"+tag, 9000)
 }
 
 func open(t testing.TB, name string, cfg Config) *Socket {

@@ -3,11 +3,10 @@ package transport
 import (
 	"bytes"
 	"errors"
-	"fmt"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/inapack/inapack/internal/vethtest"
 )
 
 func TestMem(t *testing.T) {
@@ -46,25 +45,7 @@ func TestMem(t *testing.T) {
 
 // TestPacket sends a frame across a veth pair (root only).
 func TestPacket(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("SKIP: AF_PACKET and veth creation need root")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("SKIP: iproute2 (ip) not on PATH")
-	}
-	run := func(args ...string) error { return exec.Command("ip", args...).Run() }
-	// Named after this process, so concurrent runs on one machine do not delete each other's pair.
-	l0, l1 := fmt.Sprintf("agtp0-%d", os.Getpid()%100000), fmt.Sprintf("agtp1-%d", os.Getpid()%100000)
-	_ = run("link", "del", l0)
-	if err := run("link", "add", l0, "type", "veth", "peer", "name", l1); err != nil {
-		t.Skipf("SKIP: cannot create a veth pair: %v", err)
-	}
-	t.Cleanup(func() { _ = run("link", "del", l0) })
-	for _, l := range []string{l0, l1} {
-		if err := run("link", "set", l, "up"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	l0, l1 := vethtest.Pair(t, "agtp", 0)
 	a, err := OpenPacket(l0)
 	if err != nil {
 		t.Fatal(err)
