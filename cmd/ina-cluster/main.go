@@ -4,10 +4,7 @@
 // throughput and JCT with the simulator's and the estimator's predictions. Both need root.
 package main
 
-import (
-	"fmt"
-	"os"
-)
+import "github.com/inapack/inapack/internal/cli"
 
 const usage = `ina-cluster: the scheduler on an emulated cluster (needs root)
 
@@ -18,25 +15,8 @@ const usage = `ina-cluster: the scheduler on an emulated cluster (needs root)
 `
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
-	}
-	var err error
-	switch os.Args[1] {
-	case "demo":
-		err = cmdDemo(os.Args[2:])
-	case "validate":
-		err = cmdValidate(os.Args[2:])
-	case "help", "-h", "--help":
-		fmt.Print(usage)
-		return
-	default:
-		fmt.Fprintf(os.Stderr, "ina-cluster: unknown command %q\n\n%s", os.Args[1], usage)
-		os.Exit(2)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "ina-cluster:", err)
-		os.Exit(1)
-	}
+	cli.Main("ina-cluster", usage, map[string]func([]string) error{
+		"demo":     cmdDemo,
+		"validate": cmdValidate,
+	})
 }

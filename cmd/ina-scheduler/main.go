@@ -2,10 +2,7 @@
 // cancel), and serves the Kubernetes scheduler extender (extender).
 package main
 
-import (
-	"fmt"
-	"os"
-)
+import "github.com/inapack/inapack/internal/cli"
 
 const usage = `ina-scheduler: NetPack job scheduler for INA clusters
 
@@ -24,32 +21,11 @@ and --ca F for an API served over TLS.
 `
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
-	}
-	var err error
-	args := os.Args[2:]
-	switch os.Args[1] {
-	case "serve":
-		err = cmdServe(args)
-	case "submit":
-		err = cmdSubmit(args)
-	case "jobs":
-		err = cmdJobs(args)
-	case "cancel":
-		err = cmdCancel(args)
-	case "extender":
-		err = cmdExtender(args)
-	case "help", "-h", "--help":
-		fmt.Print(usage)
-		return
-	default:
-		fmt.Fprintf(os.Stderr, "ina-scheduler: unknown command %q\n\n%s", os.Args[1], usage)
-		os.Exit(2)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "ina-scheduler:", err)
-		os.Exit(1)
-	}
+	cli.Main("ina-scheduler", usage, map[string]func([]string) error{
+		"serve":    cmdServe,
+		"submit":   cmdSubmit,
+		"jobs":     cmdJobs,
+		"cancel":   cmdCancel,
+		"extender": cmdExtender,
+	})
 }

@@ -114,7 +114,7 @@ Each takes --api ADDR, --token-file F and --ca F (inactl job SUBCOMMAND -h lists
 func cmdJob(args []string) error {
 	if len(args) == 0 {
 		fmt.Fprint(os.Stderr, jobUsage)
-		return errUsage
+		return cli.ErrUsage
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
@@ -123,7 +123,7 @@ func cmdJob(args []string) error {
 	case "add", "remove", "priority", "ina":
 	default:
 		fmt.Fprintf(os.Stderr, "inactl job: unknown subcommand %q\n\n%s", args[0], jobUsage)
-		return errUsage
+		return cli.ErrUsage
 	}
 	fs := flag.NewFlagSet("job "+args[0], flag.ExitOnError)
 	cf := clientFlags(fs)

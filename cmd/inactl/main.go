@@ -1,11 +1,7 @@
 // Command inactl runs the INA controller and talks to it: run, apply, validate, status, job.
 package main
 
-import (
-	"errors"
-	"fmt"
-	"os"
-)
+import "github.com/inapack/inapack/internal/cli"
 
 const usage = `inactl: INA switch controller
 
@@ -28,40 +24,12 @@ and --ca F for an API served over TLS.
 `
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
-	}
-	var err error
-	args := os.Args[2:]
-	switch os.Args[1] {
-	case "run":
-		err = cmdRun(args)
-	case "apply":
-		err = cmdApply(args)
-	case "validate":
-		err = cmdValidate(args)
-	case "derive":
-		err = cmdDerive(args)
-	case "status":
-		err = cmdStatus(args)
-	case "job":
-		err = cmdJob(args)
-	case "help", "-h", "--help":
-		fmt.Print(usage)
-		return
-	default:
-		fmt.Fprintf(os.Stderr, "inactl: unknown command %q\n\n%s", os.Args[1], usage)
-		os.Exit(2)
-	}
-	if errors.Is(err, errUsage) {
-		os.Exit(2)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "inactl:", err)
-		os.Exit(1)
-	}
+	cli.Main("inactl", usage, map[string]func([]string) error{
+		"run":      cmdRun,
+		"apply":    cmdApply,
+		"validate": cmdValidate,
+		"derive":   cmdDerive,
+		"status":   cmdStatus,
+		"job":      cmdJob,
+	})
 }
-
-// errUsage: the usage text is printed already; exit 2 as the flag package does.
-var errUsage = errors.New("usage")
