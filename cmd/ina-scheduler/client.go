@@ -55,7 +55,7 @@ func cmdSubmit(args []string) error {
 			sub.ComputeSec = &sec
 		}
 	}
-	c, err := cli.NewClient(cf, scheduler.NewClient)
+	c, err := cli.NewClient(cf.Config(), scheduler.NewClient)
 	if err != nil {
 		return err
 	}
@@ -74,7 +74,7 @@ func cmdJobs(args []string) error {
 	cf := clientFlags(fs)
 	asJSON := fs.Bool("json", false, "print the API's JSON")
 	fs.Parse(args)
-	c, err := cli.NewClient(cf, scheduler.NewClient)
+	c, err := cli.NewClient(cf.Config(), scheduler.NewClient)
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func cmdCancel(args []string) error {
 	if err != nil {
 		return fmt.Errorf("cancel: job id %q is not a number", fs.Arg(0))
 	}
-	c, err := cli.NewClient(cf, scheduler.NewClient)
+	c, err := cli.NewClient(cf.Config(), scheduler.NewClient)
 	if err != nil {
 		return err
 	}

@@ -76,15 +76,9 @@ func cmdServe(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctok, err := cli.ReadToken(*ctlToken, "INACTL_TOKEN")
+	ctl, err := cli.NewClient(cli.ClientConfig{Addr: *ctlAddr, TokenFile: *ctlToken, TokenEnv: "INACTL_TOKEN", CA: *ctlCA}, api.NewClient)
 	if err != nil {
-		return err
-	}
-	ctl := api.NewClient(*ctlAddr, ctok)
-	if *ctlCA != "" {
-		if err := ctl.TrustCA(*ctlCA); err != nil {
-			return err
-		}
+		return fmt.Errorf("controller: %w", err)
 	}
 	svc, err := scheduler.New(scheduler.Config{Cluster: cluster, Hosts: hosts, Controller: ctl, Policy: *policy,
 		Bin: *bin, StateDir: *stateDir, Window: *window, ProgressTimeout: *progress, Seed: *seed, Logger: log})

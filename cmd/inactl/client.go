@@ -33,7 +33,7 @@ func cmdStatus(args []string) error {
 	fs := flag.NewFlagSet("status", flag.ExitOnError)
 	cf := clientFlags(fs)
 	fs.Parse(args)
-	c, err := cli.NewClient(cf, api.NewClient)
+	c, err := cli.NewClient(cf.Config(), api.NewClient)
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func cmdJob(args []string) error {
 	cf := clientFlags(fs)
 	file := fs.String("file", "", "job spec (YAML or JSON), for add")
 	fs.Parse(args[1:])
-	c, err := cli.NewClient(cf, api.NewClient)
+	c, err := cli.NewClient(cf.Config(), api.NewClient)
 	if err != nil {
 		return err
 	}

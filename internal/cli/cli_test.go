@@ -35,7 +35,7 @@ func TestClientFlags(t *testing.T) {
 	if err := fs.Parse([]string{"--api", "127.0.0.1:2"}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewClient(cf, api.NewClient)
+	c, err := NewClient(cf.Config(), api.NewClient)
 	if err != nil || c.Base != "http://127.0.0.1:2" || c.Token != "tok" {
 		t.Fatalf("client %+v %v", c, err)
 	}
@@ -44,7 +44,7 @@ func TestClientFlags(t *testing.T) {
 	if err := fs.Parse([]string{"--ca", notPEM}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewClient(cf, api.NewClient); err == nil || !strings.Contains(err.Error(), "no certificate") {
+	if _, err := NewClient(cf.Config(), api.NewClient); err == nil || !strings.Contains(err.Error(), "no certificate") {
 		t.Errorf("--ca without a certificate: %v", err)
 	}
 }

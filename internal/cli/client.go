@@ -20,6 +20,29 @@ func ReadToken(path, env string) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
+// ClientConfig says how to reach an API: its address, its bearer token (from TokenFile, else the
+// environment variable TokenEnv) and, for one served over TLS, the CA that signed its certificate.
+type ClientConfig struct {
+	Addr, TokenFile, TokenEnv, CA string
+}
+
+// NewClient is the client cfg describes: newClient with the address and token, made to verify
+// the server with CA when it is given.
+func NewClient[C interface{ TrustCA(caFile string) error }](cfg ClientConfig, newClient func(base, token string) C) (C, error) {
+	var zero C
+	token, err := ReadToken(cfg.TokenFile, cfg.TokenEnv)
+	if err != nil {
+		return zero, err
+	}
+	c := newClient(cfg.Addr, token)
+	if cfg.CA != "" {
+		if err := c.TrustCA(cfg.CA); err != nil {
+			return zero, err
+		}
+	}
+	return c, nil
+}
+
 // ClientFlags are the flags of a command that calls an API: --api, --token-file and --ca.
 type ClientFlags struct {
 	API, TokenFile, CA *string
@@ -37,19 +60,7 @@ func AddClientFlags(fs *flag.FlagSet, what, addr, env string) ClientFlags {
 	}
 }
 
-// NewClient is the client the flags describe: newClient with the address and token, made to
-// verify the server with --ca when it is given.
-func NewClient[C interface{ TrustCA(caFile string) error }](f ClientFlags, newClient func(base, token string) C) (C, error) {
-	var zero C
-	token, err := ReadToken(*f.TokenFile, f.env)
-	if err != nil {
-		return zero, err
-	}
-	c := newClient(*f.API, token)
-	if *f.CA != "" {
-		if err := c.TrustCA(*f.CA); err != nil {
-			return zero, err
-		}
-	}
-	return c, nil
+// Config is what the parsed flags say.
+func (f ClientFlags) Config() ClientConfig {
+	return ClientConfig{Addr: *f.API, TokenFile: *f.TokenFile, TokenEnv: f.env, CA: *f.CA}
 }
