@@ -1,6 +1,7 @@
 package extender
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -40,7 +41,7 @@ func NewAPIServer(apiURL, tokenFile, caFile string) (*APIServer, error) {
 			return nil, fmt.Errorf("no --apiserver and not in a pod (KUBERNETES_SERVICE_HOST/PORT unset)")
 		}
 		apiURL = "https://" + host + ":" + port
-		tokenFile, caFile = or(tokenFile, saToken), or(caFile, saCA)
+		tokenFile, caFile = cmp.Or(tokenFile, saToken), cmp.Or(caFile, saCA)
 	}
 	s := &APIServer{URL: strings.TrimRight(apiURL, "/"), HTTP: &http.Client{Timeout: 10 * time.Second}}
 	if tokenFile != "" {
@@ -58,13 +59,6 @@ func NewAPIServer(apiURL, tokenFile, caFile string) (*APIServer, error) {
 		s.HTTP.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
 	}
 	return s, nil
-}
-
-func or(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func (s *APIServer) get(ctx context.Context, path string, out any) error {
