@@ -18,9 +18,10 @@ const K = wire.NumValues
 type Worker struct {
 	cfg       Config
 	t         transport.Transport
-	batch     transport.Batcher // t, when it can batch sends
-	nextSeq   uint32            // seq of the first chunk of the next call
-	stamp     uint64            // transmissions so far, to order them
+	batch     transport.Batcher  // t, when it can batch sends
+	queue     func([]byte) error // t.Send, or batch.Queue (sent at the next flush)
+	nextSeq   uint32             // seq of the first chunk of the next call
+	stamp     uint64             // transmissions so far, to order them
 	cwnd      float64
 	cwndMilli atomic.Int64 // cwnd*1000 for Snapshot
 	recover   uint32       // window cuts are at most one per window: none until a result newer than this
@@ -44,6 +45,10 @@ func New(cfg Config, t transport.Transport) (*Worker, error) {
 		txbuf: make([]byte, wire.FrameLen), rxbuf: make([]byte, 2048)}
 	w.cwndMilli.Store(int64(w.cwnd * 1000))
 	w.batch, _ = t.(transport.Batcher)
+	w.queue = t.Send
+	if w.batch != nil {
+		w.queue = w.batch.Queue
+	}
 	w.tmpl = wire.Frame{
 		Addr:    wire.Addr{SrcMAC: cfg.SrcMAC, DstMAC: cfg.DstMAC, SrcIP: cfg.SrcIP, DstIP: cfg.DstIP},
 		TTL:     64,
@@ -255,11 +260,7 @@ func (w *Worker) send(base uint32, c int, st *inflight, cd codec, extra wire.Fla
 	if err := f.MarshalTo(w.txbuf); err != nil {
 		return err
 	}
-	send := w.t.Send
-	if w.batch != nil {
-		send = w.batch.Queue
-	}
-	if err := send(w.txbuf); err != nil {
+	if err := w.queue(w.txbuf); err != nil {
 		return fmt.Errorf("worker: job %d rank %d: send: %w", w.cfg.Job, w.cfg.Rank, err)
 	}
 	st.sent = now
