@@ -61,8 +61,10 @@ validate: build
 p4:
 	@scripts/p4.sh v1model
 
+# TOFINO=tofino2 builds the TNA program for Tofino 2 (build/t2na).
+TOFINO ?= tofino
 p4-tna:
-	@scripts/p4.sh tna
+	@scripts/p4.sh tna $(TOFINO)
 
 ptf: build
 	@scripts/ptf.sh

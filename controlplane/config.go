@@ -56,9 +56,11 @@ const (
 	TargetTofino = "tofino"
 )
 
-// TofinoConfig names the compiler outputs a Tofino device config is built from (see devconfig).
+// TofinoConfig names the compiler outputs a Tofino device config is built from (see devconfig):
+// Dir, bf-p4c's output directory (make p4-tna: build/tna), or each file.
 type TofinoConfig struct {
 	Form         string `yaml:"form" json:"form"` // stratum (default) or pi
+	Dir          string `yaml:"dir" json:"dir,omitempty"`
 	PipelineName string `yaml:"pipeline_name" json:"pipeline_name"`
 	BfrtJSON     string `yaml:"bfrt_json" json:"bfrt_json"`
 	ContextJSON  string `yaml:"context_json" json:"context_json"`

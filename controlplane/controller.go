@@ -122,8 +122,14 @@ func (c *Controller) loadSwitch(sc *SwitchConfig) (*switchState, error) {
 
 func loadDeviceConfig(sc *SwitchConfig) ([]byte, error) {
 	if sc.Tofino != nil {
-		t, err := devconfig.LoadTofino(devconfig.Files{PipelineName: sc.Tofino.PipelineName, Profile: "pipe",
-			BfrtJSON: sc.Tofino.BfrtJSON, ContextJSON: sc.Tofino.ContextJSON, Binary: sc.Tofino.Binary})
+		var t *devconfig.Tofino
+		var err error
+		if sc.Tofino.Dir != "" {
+			t, err = devconfig.LoadBfP4c(sc.Tofino.Dir)
+		} else {
+			t, err = devconfig.LoadTofino(devconfig.Files{PipelineName: sc.Tofino.PipelineName, Profile: "pipe",
+				BfrtJSON: sc.Tofino.BfrtJSON, ContextJSON: sc.Tofino.ContextJSON, Binary: sc.Tofino.Binary})
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -149,14 +149,21 @@ func validateSwitch(v *validator, s *SwitchConfig, path string) {
 		if s.Tofino.Form != "" && s.Tofino.Form != "stratum" && s.Tofino.Form != "pi" {
 			v.add(s.Tofino.Pos, "form", tp, "unknown form %q (stratum or pi)", s.Tofino.Form)
 		}
-		if s.Tofino.Binary == "" {
-			v.add(s.Tofino.Pos, "binary", tp, "missing (tofino.bin)")
-		}
-		if s.Tofino.ContextJSON == "" {
-			v.add(s.Tofino.Pos, "context_json", tp, "missing")
-		}
-		if s.Tofino.Form != "pi" && s.Tofino.BfrtJSON == "" {
-			v.add(s.Tofino.Pos, "bfrt_json", tp, "missing (needed by the stratum form)")
+		switch tf := s.Tofino; {
+		case tf.Dir != "":
+			if tf.PipelineName != "" || tf.Binary != "" || tf.ContextJSON != "" || tf.BfrtJSON != "" {
+				v.add(tf.Pos, "dir", tp, "give dir (bf-p4c's output directory) or the files, not both")
+			}
+		default:
+			if tf.Binary == "" {
+				v.add(tf.Pos, "binary", tp, "missing (tofino.bin), or give dir")
+			}
+			if tf.ContextJSON == "" {
+				v.add(tf.Pos, "context_json", tp, "missing, or give dir")
+			}
+			if tf.Form != "pi" && tf.BfrtJSON == "" {
+				v.add(tf.Pos, "bfrt_json", tp, "missing (needed by the stratum form), or give dir")
+			}
 		}
 	}
 	if s.ThriftAddress != "" {

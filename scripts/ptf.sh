@@ -2,6 +2,9 @@
 # Runs the PTF conformance suite (test/ptf) against a switch on veth pairs.
 #   SWITCH=auto (default): BMv2 if simple_switch_grpc is on PATH, else the reference switch
 #   SWITCH=bmv2 | ref
+#   SWITCH=tofino-model: the TNA build (make p4-tna) on open-p4studio's tofino-model, driven by
+#     bf_switchd's P4Runtime server (built with -DP4RT=ON); both from $SDE_INSTALL/bin or PATH.
+#     Untested here: p4src/README.md says which open-p4studio files could not be had to build them.
 # Extra arguments go to ptf (e.g. a test name: scripts/ptf.sh ina_vectors.Vector_claim).
 # Prints one line per test and a total ("ptf: 34 passed, 0 failed"), with the failures' tracebacks;
 # ptf's full output goes to build/ptf/ptf.out. Exits with ptf's status; prints one SKIP line and
@@ -49,8 +52,23 @@ ref)
   # The reference switch accepts any device config; send the BMv2 JSON where it was built.
   [ -f "$BUILD/ina.json" ] && CONFIG="$BUILD/ina.json"
   ;;
+tofino-model)
+  sde_tool() { command -v "$1" || { [ -x "${SDE_INSTALL:-/nonexistent}/bin/$1" ] && echo "$SDE_INSTALL/bin/$1"; } || true; }
+  MODEL="$(sde_tool tofino-model)" SWITCHD="$(sde_tool bf_switchd)"
+  if [ -z "$MODEL" ] || [ -z "$SWITCHD" ] || [ -z "${SDE_INSTALL:-}" ]; then
+    echo "SKIP: SWITCH=tofino-model needs tofino-model and bf_switchd (open-p4studio, SDE_INSTALL set); see p4src/README.md"
+    exit 0
+  fi
+  if ! command -v bf-p4c >/dev/null; then
+    echo "SKIP: SWITCH=tofino-model needs bf-p4c on PATH to build the TNA program"
+    exit 0
+  fi
+  scripts/p4.sh tna tofino >/dev/null
+  P4INFO="$BUILD/tna/ina.p4info.txtpb"
+  CONFIG="$BUILD/tna" # p4runtime_test.py packs bf_switchd's PI device config from bf-p4c's output
+  ;;
 *)
-  echo "ptf.sh: SWITCH must be auto, bmv2 or ref, not '$SWITCH'" >&2
+  echo "ptf.sh: SWITCH must be auto, bmv2, ref or tofino-model, not '$SWITCH'" >&2
   exit 2
   ;;
 esac
@@ -87,13 +105,14 @@ free_port() {
 
 OUT="$BUILD/ptf"
 mkdir -p "$OUT"
-SWITCH_PID="" VETHS=0
+SWITCH_PID="" MODEL_PID="" VETHS=0
 cleanup() {
-  if [ -n "$SWITCH_PID" ] && kill -0 "$SWITCH_PID" 2>/dev/null; then
-    kill "$SWITCH_PID" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$SWITCH_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$SWITCH_PID" 2>/dev/null || true
-  fi
+  for pid in $SWITCH_PID $MODEL_PID; do
+    kill -0 "$pid" 2>/dev/null || continue
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+  done
   if [ "$VETHS" = 1 ]; then scripts/veth.sh delete "$PREFIX" "$NPORTS"; fi
 }
 trap cleanup EXIT
@@ -123,6 +142,22 @@ ref)
   DEVICE_ID=1
   "$BUILD/bin/refswitch" --grpc-addr "$GRPC_ADDR" --device-id "$DEVICE_ID" "${SW_IFACES[@]}" \
     >"$OUT/switch.log" 2>&1 &
+  ;;
+tofino-model)
+  # Device port i is the switch end of veth pair i (the model's PortToIf map); the model loads
+  # the program from bf-p4c's .conf, bf_switchd (device 0) serves P4Runtime on GRPC_ADDR.
+  DEVICE_ID="${TOFINO_DEVICE_ID:-0}"
+  "$PY" - "$PREFIX" "$NPORTS" >"$OUT/ports.json" <<'PYEOF'
+import json, sys
+prefix, n = sys.argv[1], int(sys.argv[2])
+print(json.dumps({"PortToIf": [{"device_port": i, "if": "%s-sw%d" % (prefix, i)} for i in range(n)]}, indent=2))
+PYEOF
+  export LD_LIBRARY_PATH="$SDE_INSTALL/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  "$MODEL" --chip-type 2 -f "$OUT/ports.json" --p4-target-config "$BUILD/tna/ina.conf" \
+    --install-dir "$SDE_INSTALL" --log-dir "$OUT" >"$OUT/model.log" 2>&1 &
+  MODEL_PID=$!
+  "$SWITCHD" --install-dir "$SDE_INSTALL" --conf-file "$BUILD/tna/ina.conf" --background \
+    --status-port "$(free_port)" --p4rt-server="$GRPC_ADDR" >"$OUT/switch.log" 2>&1 &
   ;;
 esac
 SWITCH_PID=$!

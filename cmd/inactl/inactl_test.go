@@ -29,7 +29,7 @@ func TestValidateExamples(t *testing.T) {
 		}
 	}
 	if err := cmdValidate([]string{"--config", "../../controlplane/examples/tofino.yaml"}); err == nil ||
-		!strings.Contains(err.Error(), "build/tofino") {
+		!strings.Contains(err.Error(), "build/tna") {
 		t.Errorf("missing Tofino files not reported: %v", err)
 	}
 }

@@ -5,12 +5,15 @@ Test parameters (ptf --test-params="k='v';..."):
   grpcaddr   P4Runtime server, host:port (default 127.0.0.1:9559)
   device_id  P4Runtime device id (default 1)
   p4info     text-format P4Info (default p4src/ina.p4info.txtpb)
-  config     device config pushed with the pipeline: BMv2 JSON; empty or missing = empty bytes
-             (the reference switch accepts any)
+  config     device config pushed with the pipeline: BMv2 JSON, or bf-p4c's output directory (a
+             Tofino's bf_switchd: packed in the PI form); empty or missing = empty bytes (the
+             reference switch accepts any)
 """
 
+import json
 import logging
 import os
+import struct
 import queue
 import threading
 import time
@@ -37,6 +40,22 @@ def encode(value, bitwidth):
 
 def last_component(name):
     return name.rsplit(".", 1)[-1]
+
+
+def pi_device_config(out_dir):
+    """bf_switchd's P4Runtime (PI) device config from bf-p4c's output directory: the program name,
+    <pipe>/<target>.bin and <pipe>/context.json, each after its 4-byte little-endian length (the
+    layout controlplane/devconfig builds, read through the same manifest.json)."""
+    with open(os.path.join(out_dir, "manifest.json"), encoding="utf-8") as f:
+        manifest = json.load(f)
+    prog = manifest["programs"][0]
+    context = os.path.join(out_dir, prog["pipes"][0]["files"]["context"]["path"])
+    binary = os.path.join(os.path.dirname(context), manifest["target"] + ".bin")
+    parts = [prog["program_name"].rsplit(".p4", 1)[0].encode()]
+    for path in (binary, context):
+        with open(path, "rb") as f:
+            parts.append(f.read())
+    return b"".join(struct.pack("<I", len(p)) + p for p in parts)
 
 
 class P4RuntimeTest(BaseTest):
@@ -110,7 +129,9 @@ class P4RuntimeTest(BaseTest):
         req.election_id.high, req.election_id.low = ELECTION_ID
         req.action = p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT
         req.config.p4info.CopyFrom(self.p4info)
-        if self.config_path:
+        if os.path.isdir(self.config_path):
+            req.config.p4_device_config = pi_device_config(self.config_path)
+        elif self.config_path:
             with open(self.config_path, "rb") as f:
                 req.config.p4_device_config = f.read()
         self.stub.SetForwardingPipelineConfig(req)
@@ -126,6 +147,9 @@ class P4RuntimeTest(BaseTest):
                 if key in self._by_name:
                     raise ValueError("P4Info: %s %s is ambiguous" % key)
                 self._by_name[key] = obj
+
+    def has_counter(self, name):
+        return ("counters", name) in self._by_name
 
     def _get(self, kind, name):
         try:

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // TNA headers and metadata. Unlike v1model, nothing survives from ingress to egress or from one
 // pass to the next unless it is in a header: ina_bridge_t carries what egress needs, and
-// ina_recirc_t carries the slot decision between the passes of one packet.
+// ina_recirc_t carries the slot decision from the decision pass to the lane passes.
 #ifndef INA_TNA_METADATA_P4
 #define INA_TNA_METADATA_P4
 
@@ -9,46 +9,75 @@
 
 // Prepended by the ingress deparser to every packet that goes through egress.
 header ina_bridge_t {
-    bit<7>  pad;
-    bit<1>  ina_data;       // an INA data packet: egress may mark ECN
-    bit<5>  pad2;
-    bit<19> ecn_threshold;
+    bit<32>  ecn_threshold; // ina_settings' 19-bit threshold, whole-container for the subtraction
+    bit<7>   pad;
+    PortId_t ingress_port;  // a result replica never leaves by the port the result came in on
+    bit<6>   pad2;
+    bit<1>   ina_result;    // an INA result: egress prunes the replica to ingress_port
+    bit<1>   ina_data;      // an INA data packet: egress may mark ECN
 }
 
-// Prepended to a packet sent to INA_RECIRC_PORT; parsed before Ethernet on the next pass.
+// Prepended to a packet sent to INA_RECIRC_PORT; parsed before Ethernet on the next pass. Fields
+// are laid out on container boundaries: bf-p4c packs a header into containers as it is laid out.
 header ina_recirc_t {
-    bit<8>   pass;          // 1 .. TNA_PASSES-1 on the recirculated passes
-    bit<8>   passes_left;   // 0 on the final pass
-    bit<8>   lane_op;       // LANE_*
-    bit<8>   egress_to;           // OUT_* once the final pass is done
-    bit<32>  release_tag;   // slot_tag value to clear on the final pass (0 = none)
-    bit<16>  count_job;     // job whose `overflow` event a clip counts
-    bit<16>  mcast_group;   // an ATP result's group, for its second pass
-    bit<6>   pad;
-    bit<1>   merge_state;   // the final pass ORs slot_state's ECN/OVERFLOW into the flags
-    bit<1>   clipped;       // a lane clipped on an earlier pass
+    bit<32> owner_tag;      // slot_tag as the decision pass read it (| TAG_TOOK if it took it)
+    bit<32> release_tag;    // with release: the slot_tag value the final pass clears
+    bit<16> mcast_group;    // an ATP result's group, for its second pass
+    bit<8>  egress_to;      // OUT_*: where the packet goes after its final pass
+    bit<8>  pass;           // the lane pass that follows: 0 .. TNA_PASSES-1
+    bit<8>  lane_op;        // LANE_*
+    bit<8>  state_op;       // STATE_*
+    bit<8>  state_bits;     // slot_state bits (TNA_STATE_*) this packet sets or ORs in
+    bit<8>  clipped;        // 1: a lane add clipped on this or an earlier lane pass
+    bit<5>  pad;
+    bit<1>  merge_state;    // final pass: OR slot_state's ECN/OVERFLOW into the flags
+    bit<1>  release;        // final pass: clear slot_tag if it still holds release_tag
+    bit<1>  carry_owner;    // lane pass 0: the packet takes owner_tag's job and priority
 }
+
+// A quarter of the K values. The lane registers read and write the `lanes` instance, which the
+// parser fills with quarter p on lane pass p; the quarters before it ride along in f1..f3 and
+// those after it in b1..b3, so the deparser (f1, f2, f3, lanes, b1, b2, b3; only the valid ones)
+// always emits the values in wire order. Before and after the lane passes, lanes holds quarter 0.
+#define INA_QUARTER_FIELD(i) value_t h##i;
+header ina_quarter_t {
+    INA_FOREACH_LANE(INA_QUARTER_FIELD)
+}
+#undef INA_QUARTER_FIELD
 
 struct headers_t {
-    ina_bridge_t bridge;
-    ina_recirc_t recirc;
-    ethernet_t   ethernet;
-    ipv4_t       ipv4;
-    udp_t        udp;
-    ina_t        ina;
-    ina_values_t ina_values;
+    ina_bridge_t  bridge;
+    ina_recirc_t  recirc;
+    ethernet_t    ethernet;
+    ipv4_t        ipv4;
+    udp_t         udp;
+    ina_t         ina;
+    ina_quarter_t f1;       // quarter 0 on lane passes 1-3
+    ina_quarter_t f2;       // quarter 1 on lane passes 2-3
+    ina_quarter_t f3;       // quarter 2 on lane pass 3
+    ina_quarter_t lanes;
+    ina_quarter_t b1;       // quarter 1 on lane pass 0 (and every other pass)
+    ina_quarter_t b2;       // quarter 2 on lane passes 0-1
+    ina_quarter_t b3;       // quarter 3 on lane passes 0-2
 }
 
-#define LANE_FIELD(i) value_t lane_##i;
+// Steps of job * NUM_EVENTS + event (JobEventIndex).
+struct event_index_t {
+    bit<32> job;
+    bit<32> x16;
+    bit<32> x4;
+    bit<32> x2;
+    bit<32> base;   // job * NUM_EVENTS
+    bit<32> index;  // base + event
+}
 
 struct ig_meta_t {
+    bit<1>      first_pass;   // hdr.recirc was not in the packet
     bit<1>      is_ina;
-    bit<8>      event;
+    bit<1>      checksum_err; // the IPv4 header checksum is wrong (first pass)
+    bit<32>     event;        // EVENT_*; 32 bits as it is added into the 32-bit counter index
     bit<1>      job_known;
-    job_id_t    event_job;
     bit<1>      evicted;
-    job_id_t    evicted_job;
-    bit<2>      egress_to;
 
     // ina_settings
     bit<1>      preempt;
@@ -66,34 +95,28 @@ struct ig_meta_t {
     bit<2>      role;
     bitmap_t    worker_bit;
     bit<8>      fan_in;
-    bit<8>      priority_cap;
     bit<1>      ina_enabled;
-    bit<16>     mcast_group;
 
     // slot state machine
-    bit<32>     slot_index;   // slot
-    bit<32>     lane_index;   // pass * NUM_SLOTS + slot
-    bit<32>     tag;          // SLOT_BUSY | priority << 16 | job of this packet
+    bit<16>     slot_room;    // active_slots - slot, saturated at 0
+    bit<32>     slot_index;
+    bit<32>     lane_index;   // lane pass * NUM_SLOTS + slot
     bit<32>     swap_bound;   // slot_tag values below this are taken (free, or preemptible)
-    bit<32>     old_tag;
     seq_t       old_seq;
+    bit<32>     seq_delta;    // packet seq - old seq (serial-number arithmetic)
     bitmap_t    old_bitmap;
-    bit<8>      old_count;
-    bit<8>      old_state;
-    bit<8>      state_bits;   // slot_state bits this packet adds
-    bit<1>      took;         // slot_tag was overwritten with this packet's tag
-    bit<1>      same_job;
-    bit<1>      clipped;
-    bit<8>      lane_op;
-    bit<8>      state_op;     // STATE_*
-    bit<1>      first_pass;   // hdr.recirc was not in the packet (set valid for the decision)
+    bitmap_t    has_bit;      // old_bitmap & worker_bit
+    bit<8>      state_flags;  // slot_state's ECN/OVERFLOW, as INA flag bits
+    bit<1>      ecn;          // the packet carries ECN
+    bit<1>      resend;       // the packet carries RESEND
 
-    INA_FOREACH_LANE(LANE_FIELD)
+    event_index_t ix;
 }
 
 struct eg_meta_t {
+    bit<32>       qdepth;
+    bit<32>       ecn_gap;    // ecn_threshold - enq_qdepth
+    event_index_t ix;
 }
-
-#undef LANE_FIELD
 
 #endif // INA_TNA_METADATA_P4

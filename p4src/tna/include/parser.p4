@@ -6,19 +6,56 @@
 
 parser IngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t md,
                      out ingress_intrinsic_metadata_t ig_intr_md) {
+    Checksum() ipv4_checksum;
+
     state start {
         pkt.extract(ig_intr_md);
         pkt.advance(PORT_METADATA_SIZE);
         md.is_ina = 0;
+        md.checksum_err = 0;
         transition select(ig_intr_md.ingress_port) {
             INA_RECIRC_PORT: parse_recirc;
-            default: parse_ethernet;
+            default: first_pass;
         }
     }
 
-    state parse_recirc {
-        pkt.extract(hdr.recirc);
+    // A packet from a port: hdr.recirc starts empty here, so no table has to clear it (the lane
+    // passes' tables then depend on nothing the decision pass's tables write).
+    state first_pass {
+        md.first_pass = 1;
+        hdr.recirc.setValid();
+        hdr.recirc.owner_tag = 0;
+        hdr.recirc.release_tag = 0;
+        hdr.recirc.mcast_group = 0;
+        hdr.recirc.egress_to = OUT_DROP;
+        hdr.recirc.pass = 0;
+        hdr.recirc.lane_op = LANE_NONE;
+        hdr.recirc.state_op = STATE_NONE;
+        hdr.recirc.state_bits = 0;
+        hdr.recirc.clipped = 0;
+        hdr.recirc.pad = 0;
+        hdr.recirc.merge_state = 0;
+        hdr.recirc.release = 0;
+        hdr.recirc.carry_owner = 0;
         transition parse_ethernet;
+    }
+
+    // Only slot-touching INA packets come back from the recirculation port, in the layout that
+    // ingress validated on their first pass; the lane pass says which quarter the lanes take.
+    state parse_recirc {
+        md.first_pass = 0;
+        pkt.extract(hdr.recirc);
+        pkt.extract(hdr.ethernet);
+        pkt.extract(hdr.ipv4);
+        pkt.extract(hdr.udp);
+        pkt.extract(hdr.ina);
+        md.is_ina = 1;
+        transition select(hdr.recirc.pass) {
+            1: parse_quarter_1;
+            2: parse_quarter_2;
+            3: parse_quarter_3;
+            default: parse_quarter_0;
+        }
     }
 
     state parse_ethernet {
@@ -29,11 +66,15 @@ parser IngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t md,
         }
     }
 
-    // No IPv4 options: UDP is read right after the 20-byte header whatever the IHL.
+    // No IPv4 options: UDP is read right after the 20-byte header whatever the IHL. Only an
+    // unfragmented packet or a first fragment has a UDP header. The header checksum is verified
+    // here (ingress drops a bad one).
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
-        transition select(hdr.ipv4.protocol) {
-            IP_PROTO_UDP: parse_udp;
+        ipv4_checksum.add(hdr.ipv4);
+        md.checksum_err = (bit<1>)ipv4_checksum.verify();
+        transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (0, IP_PROTO_UDP): parse_udp;
             default: accept;
         }
     }
@@ -49,7 +90,38 @@ parser IngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t md,
     state parse_ina {
         md.is_ina = 1;
         pkt.extract(hdr.ina);
-        pkt.extract(hdr.ina_values);
+        transition parse_quarter_0;
+    }
+
+    state parse_quarter_0 {
+        pkt.extract(hdr.lanes);
+        pkt.extract(hdr.b1);
+        pkt.extract(hdr.b2);
+        pkt.extract(hdr.b3);
+        transition accept;
+    }
+
+    state parse_quarter_1 {
+        pkt.extract(hdr.f1);
+        pkt.extract(hdr.lanes);
+        pkt.extract(hdr.b2);
+        pkt.extract(hdr.b3);
+        transition accept;
+    }
+
+    state parse_quarter_2 {
+        pkt.extract(hdr.f1);
+        pkt.extract(hdr.f2);
+        pkt.extract(hdr.lanes);
+        pkt.extract(hdr.b3);
+        transition accept;
+    }
+
+    state parse_quarter_3 {
+        pkt.extract(hdr.f1);
+        pkt.extract(hdr.f2);
+        pkt.extract(hdr.f3);
+        pkt.extract(hdr.lanes);
         transition accept;
     }
 }
@@ -71,7 +143,13 @@ control IngressDeparser(packet_out pkt, inout headers_t hdr, in ig_meta_t md,
         pkt.emit(hdr.ipv4);
         pkt.emit(hdr.udp);
         pkt.emit(hdr.ina);
-        pkt.emit(hdr.ina_values);
+        pkt.emit(hdr.f1);
+        pkt.emit(hdr.f2);
+        pkt.emit(hdr.f3);
+        pkt.emit(hdr.lanes);
+        pkt.emit(hdr.b1);
+        pkt.emit(hdr.b2);
+        pkt.emit(hdr.b3);
     }
 }
 

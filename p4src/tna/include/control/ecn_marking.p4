@@ -3,18 +3,44 @@
 #ifndef INA_TNA_ECN_MARKING_P4
 #define INA_TNA_ECN_MARKING_P4
 
-control EcnMarking(inout headers_t hdr, in egress_intrinsic_metadata_t eg_intr_md) {
+control EcnMarking(inout headers_t hdr, inout eg_meta_t md, in egress_intrinsic_metadata_t eg_intr_md) {
     Counter<bit<32>, bit<32>>(NUM_EVENTS, CounterType_t.PACKETS_AND_BYTES) ina_egress_events;
     Counter<bit<32>, bit<32>>(JOB_EVENTS_SIZE, CounterType_t.PACKETS_AND_BYTES) ina_job_egress_events;
+    JobEventBase() job_event_base;
+
+    action index_ecn() {
+        md.ix.index = md.ix.base + EVENT_ECN_MARKED;
+    }
+    @hidden table job_event_index {
+        actions = { index_ecn; } default_action = index_ecn(); size = 1;
+    }
+
+    // enq_qdepth >= threshold iff threshold - enq_qdepth is 0 or negative (a gateway cannot
+    // compare two fields).
+    // The depth is copied out of its shared container first: the subtraction works on whole containers.
+    action depth() {
+        md.qdepth = (bit<32>)eg_intr_md.enq_qdepth;
+    }
+    action gap() {
+        md.ecn_gap = hdr.bridge.ecn_threshold - md.qdepth;
+    }
+    @hidden table queue_depth {
+        actions = { depth; } default_action = depth(); size = 1;
+    }
+    @hidden table queue_gap {
+        actions = { gap; } default_action = gap(); size = 1;
+    }
 
     apply {
+        job_event_base.apply(hdr.ina.job_id, md.ix);
+        queue_depth.apply();
+        queue_gap.apply();
         if (hdr.bridge.ina_data == 1 && hdr.ina.isValid() &&
-                eg_intr_md.enq_qdepth >= hdr.bridge.ecn_threshold) {
+                (md.ecn_gap == 0 || md.ecn_gap[31:31] == 1)) {
             hdr.ina.flags = hdr.ina.flags | FLAG_ECN;
             ina_egress_events.count(EVENT_ECN_MARKED);
-            if (hdr.ina.job_id < MAX_JOBS) {
-                ina_job_egress_events.count(JOB_EVENT_BASE(hdr.ina.job_id) + EVENT_ECN_MARKED);
-            }
+            job_event_index.apply();
+            ina_job_egress_events.count((bit<32>)md.ix.index);
         }
     }
 }

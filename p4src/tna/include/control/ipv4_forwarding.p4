@@ -33,13 +33,19 @@ control Ipv4Forwarding(inout headers_t hdr, inout ig_meta_t md,
             if (hdr.ethernet.ether_type == ETHERTYPE_IPV4) {
                 md.event = EVENT_IPV4_DROPPED;
             }
+        } else if (md.checksum_err == 1 || hdr.ipv4.ihl != 5 || hdr.ipv4.ttl <= 1) {
+            // Not routed: a corrupt header, options (not parsed), or a TTL that would reach 0.
+            ig_dprsr_md.drop_ctl = 1;
+            md.event = EVENT_IPV4_DROPPED;
         } else {
             ipv4_lpm.apply();
             hdr.recirc.setInvalid();
             hdr.bridge.setValid();
             hdr.bridge.pad = 0;
             hdr.bridge.pad2 = 0;
-            hdr.bridge.ina_data = 0;
+            hdr.bridge.ingress_port = 0;
+                hdr.bridge.ina_data = 0;
+            hdr.bridge.ina_result = 0;
             hdr.bridge.ecn_threshold = 0;
         }
     }

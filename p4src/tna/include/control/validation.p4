@@ -8,12 +8,17 @@
 control Validation(in headers_t hdr, inout ig_meta_t md,
                    in ingress_intrinsic_metadata_from_parser_t ig_prsr_md) {
     apply {
-        md.event = EVENT_NONE;
-        md.egress_to = OUT_DROP;
         if (md.is_ina == 1) {
-            if (ig_prsr_md.parser_err != 0 || !hdr.ina_values.isValid() ||
-                    hdr.ipv4.ihl != 5 || hdr.ipv4.total_len != INA_IPV4_TOTAL_LEN ||
-                    hdr.udp.length != INA_UDP_LEN) {
+            // One gateway per test: a gateway reads at most 4 bytes + 12 bits of the packet.
+            if (ig_prsr_md.parser_err != 0 || !hdr.b3.isValid()) {
+                md.event = EVENT_DROP_MALFORMED;
+            } else if (md.checksum_err == 1 || hdr.ipv4.flags[0:0] == 1) { // bad checksum, MF
+                md.event = EVENT_DROP_MALFORMED;
+            } else if (hdr.ipv4.ihl != 5) {
+                md.event = EVENT_DROP_MALFORMED;
+            } else if (hdr.ipv4.total_len != INA_IPV4_TOTAL_LEN) {
+                md.event = EVENT_DROP_MALFORMED;
+            } else if (hdr.udp.length != INA_UDP_LEN) {
                 md.event = EVENT_DROP_MALFORMED;
             } else if (hdr.ina.version != INA_VERSION) {
                 md.event = EVENT_DROP_VERSION;
