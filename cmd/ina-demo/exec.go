@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -38,10 +39,16 @@ func (d *demo) workerArgv(j *jobSpec, r int, h host, progress time.Duration) []s
 			"INAPACK_WINDOW=" + fmt.Sprint(j.window), "INAPACK_PROGRESS_TIMEOUT=" + fmt.Sprint(progress.Seconds()),
 			"sh", "-c", cmd}
 	}
+	iters := d.iters
+	if j.id == d.killJob {
+		// The killed job runs until its victim is killed: with -iters alone, a victim with few
+		// iterations left can finish before the kill reaches it on a busy machine.
+		iters = math.MaxInt32
+	}
 	return []string{"ip", "netns", "exec", h.name, filepath.Join(d.bin, "ina-worker"), "-iface", "eth0",
 		"-job", fmt.Sprint(j.id), "-rank", fmt.Sprint(r), "-workers", fmt.Sprint(j.workers),
 		"-priority", fmt.Sprint(j.priority), "-slot-base", fmt.Sprint(j.slotBase), "-window", fmt.Sprint(j.window),
-		"-size", fmt.Sprint(d.size), "-iters", fmt.Sprint(d.iters), "-compute", d.compute.String(),
+		"-size", fmt.Sprint(d.size), "-iters", fmt.Sprint(iters), "-compute", d.compute.String(),
 		"-seed", fmt.Sprint(d.seed), "-ip", h.ip, "-ps-ip", psIP, "-ps-mac", d.ps.mac, "-progress-timeout", progress.String(), "-dtype", d.dtype}
 }
 
