@@ -329,6 +329,29 @@ func (w *Worker) retransmit(base uint32, lo, next int, win []inflight, cd codec,
 			earliest = st.deadline
 		}
 	}
+	if cut {
+		// RFC 6298 5.5: back off the timer, and keep it backed off until a chunk sent after
+		// this completes without a retransmission (sampleRTT). A timer that expires because
+		// the path's delay jumped (a queue, a descheduled peer or switch) is most often not a
+		// loss; without the backoff every chunk in flight behind it expires in turn, each a
+		// spurious RESEND that the PS answers to every worker of the job, and the estimate,
+		// fed only by chunks that were not retransmitted (Karn), never catches up with the
+		// new delay. The chunks still in flight wait for the backed-off timer too.
+		w.rto = min(2*w.rto, w.cfg.MaxRTO)
+		earliest = time.Time{}
+		for c := lo; c < next; c++ {
+			st := &win[c%w.cfg.Window]
+			if st.done {
+				continue
+			}
+			if d := st.sent.Add(min(w.rto<<min(st.tries, 6), w.cfg.MaxRTO)); d.After(st.deadline) {
+				st.deadline = d
+			}
+			if earliest.IsZero() || st.deadline.Before(earliest) {
+				earliest = st.deadline
+			}
+		}
+	}
 	if earliest.IsZero() {
 		earliest = now.Add(w.rto)
 	}
