@@ -76,8 +76,13 @@ func main() {
 	}
 	var packets []*transport.Packet
 	var members []transport.Transport
+	// Only the served jobs' INA frames: other agents on this host do not wake the PS.
+	var served []uint16
+	for _, j := range jobs {
+		served = append(served, j.Job)
+	}
 	for _, name := range ifaces {
-		p, err := transport.OpenPacket(name)
+		p, err := transport.OpenPacketConfig(name, transport.PacketConfig{Jobs: served})
 		if err != nil {
 			log.Fatal(err)
 		}

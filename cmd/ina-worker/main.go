@@ -76,7 +76,8 @@ func main() {
 	if srcIP == nil || dstIP == nil {
 		log.Fatalf("-ip %q, -ps-ip %q: want IPv4 addresses", *myIP, *psIP)
 	}
-	t, err := transport.OpenPacket(*iface)
+	// Only this job's INA frames: other agents on this host do not wake this one.
+	t, err := transport.OpenPacketConfig(*iface, transport.PacketConfig{Jobs: []uint16{uint16(*job)}})
 	if err != nil {
 		log.Fatal(err)
 	}

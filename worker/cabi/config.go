@@ -82,7 +82,7 @@ func (c *config) open() (*worker.Worker, transport.Transport, error) {
 				return nil, nil, fmt.Errorf("%w: ps_mac: %v", errConfig, err)
 			}
 		}
-		p, err := transport.OpenPacket(c.Iface)
+		p, err := transport.OpenPacketConfig(c.Iface, transport.PacketConfig{Jobs: []uint16{wc.Job}})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -21,9 +21,15 @@ type Packet struct {
 // because the receive ring was full.
 type PacketStats = afring.Stats
 
-// PacketConfig sizes the rings (zero values: 1024 receive and 256 transmit slots of 2 KiB).
+// PacketConfig sizes the rings (zero values: 1024 receive and 256 transmit slots of 2 KiB) and
+// says which jobs' frames to receive.
 type PacketConfig struct {
 	RXFrames, TXFrames int
+	// Jobs, when set, keeps the INA frames of other jobs out of the receive ring: the kernel
+	// drops them before they are copied (JobFilter). On a host where several agents listen on one
+	// interface, each would otherwise copy and wake up for every other agent's frames. Frames
+	// that are not INA packets are received as before.
+	Jobs []uint16
 }
 
 // OpenPacket opens a raw socket on the named interface (needs CAP_NET_RAW). Frames the host sends
@@ -34,7 +40,17 @@ func OpenPacket(name string) (*Packet, error) { return OpenPacketConfig(name, Pa
 
 // OpenPacketConfig is OpenPacket with ring sizes.
 func OpenPacketConfig(name string, cfg PacketConfig) (*Packet, error) {
-	s, err := afring.Open(name, afring.Config{Protocol: unix.ETH_P_IP, Promiscuous: true, RXFrames: cfg.RXFrames, TXFrames: cfg.TXFrames})
+	ac := afring.Config{Protocol: unix.ETH_P_IP, Promiscuous: true, RXFrames: cfg.RXFrames, TXFrames: cfg.TXFrames}
+	if len(cfg.Jobs) > 0 {
+		prog, err := JobFilter(cfg.Jobs)
+		if err != nil {
+			return nil, fmt.Errorf("transport: %w", err)
+		}
+		for _, in := range prog {
+			ac.Filter = append(ac.Filter, unix.SockFilter{Code: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K})
+		}
+	}
+	s, err := afring.Open(name, ac)
 	if err != nil {
 		return nil, fmt.Errorf("transport: %w", err)
 	}

@@ -1,0 +1,48 @@
+package transport
+
+import (
+	"fmt"
+
+	"golang.org/x/net/bpf"
+
+	"github.com/inapack/inapack/p4src/wire"
+)
+
+// Offsets in an untagged Ethernet frame (the kernel hands a packet socket's filter the frame
+// without an 802.1Q tag it stripped).
+const (
+	offEtherType = 12
+	offVersion   = 14 // IPv4 version and IHL
+	offProto     = 14 + 9
+	offDstPort   = 14 + 20 + 2
+	offJob       = 14 + 20 + 8 + 4 // the INA header's job id
+)
+
+// JobFilter is a classic BPF program that drops an INA frame (IPv4 without options, UDP to
+// wire.UDPPort) whose job id is not in jobs and accepts every other frame, which the agent then
+// judges as before. It is what PacketConfig.Jobs attaches.
+func JobFilter(jobs []uint16) ([]bpf.RawInstruction, error) {
+	if len(jobs) == 0 || len(jobs) > 200 {
+		return nil, fmt.Errorf("job filter: %d jobs, want 1..200", len(jobs))
+	}
+	n := uint8(len(jobs))
+	// Instructions 0-7 check the headers, 8 loads the job id, 9..8+n compare it with each job,
+	// 9+n drops and 10+n accepts. A jump from instruction i to accept skips 10+n-i-1.
+	toAccept := func(i uint8) uint8 { return 10 + n - i - 1 }
+	prog := []bpf.Instruction{
+		bpf.LoadAbsolute{Off: offEtherType, Size: 2},
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: wire.EtherTypeIPv4, SkipTrue: toAccept(1)},
+		bpf.LoadAbsolute{Off: offVersion, Size: 1},
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: 0x45, SkipTrue: toAccept(3)},
+		bpf.LoadAbsolute{Off: offProto, Size: 1},
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: wire.ProtoUDP, SkipTrue: toAccept(5)},
+		bpf.LoadAbsolute{Off: offDstPort, Size: 2},
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: wire.UDPPort, SkipTrue: toAccept(7)},
+		bpf.LoadAbsolute{Off: offJob, Size: 2},
+	}
+	for i, j := range jobs {
+		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(j), SkipTrue: toAccept(9 + uint8(i))})
+	}
+	prog = append(prog, bpf.RetConstant{Val: 0}, bpf.RetConstant{Val: 0xffff})
+	return bpf.Assemble(prog)
+}

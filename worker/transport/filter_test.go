@@ -1,0 +1,139 @@
+package transport
+
+import (
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"golang.org/x/net/bpf"
+
+	"github.com/inapack/inapack/internal/vethtest"
+	"github.com/inapack/inapack/p4src/wire"
+)
+
+func inaFrame(job uint16, typ wire.Type) []byte {
+	f := wire.Frame{
+		Addr: wire.Addr{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2},
+			SrcIP: net.IPv4(10, 0, 0, 1).To4(), DstIP: net.IPv4(10, 0, 0, 2).To4()},
+		TTL: 64, SrcPort: wire.UDPPort,
+		INA: wire.Header{Version: wire.Version, Type: typ, Job: job, Seq: 7},
+	}
+	return f.Marshal()
+}
+
+// TestJobFilter runs the program in x/net/bpf's interpreter: the kernel's semantics for classic
+// BPF, without a socket.
+func TestJobFilter(t *testing.T) {
+	raw, err := JobFilter([]uint16{5, 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prog []bpf.Instruction
+	for _, r := range raw {
+		prog = append(prog, r.Disassemble())
+	}
+	vm, err := bpf.NewVM(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ipOpts := inaFrame(9, wire.TypeData)
+	ipOpts[14] = 0x46 // IHL 6: not an INA packet the switch parses; the agent counts it
+	otherUDP := inaFrame(9, wire.TypeData)
+	otherUDP[offDstPort], otherUDP[offDstPort+1] = 0x12, 0x34
+	arp := inaFrame(9, wire.TypeData)
+	arp[offEtherType], arp[offEtherType+1] = 0x08, 0x06
+	for _, c := range []struct {
+		name  string
+		frame []byte
+		keep  bool
+	}{
+		{"own job data", inaFrame(5, wire.TypeData), true},
+		{"own job result", inaFrame(5, wire.TypeResult), true},
+		{"second own job", inaFrame(300, wire.TypeResult), true},
+		{"other job result", inaFrame(6, wire.TypeResult), false},
+		{"other job data", inaFrame(1000, wire.TypeData), false},
+		{"job id with an own job's low byte", inaFrame(5+256, wire.TypeResult), false},
+		{"IPv4 options", ipOpts, true},
+		{"other UDP port", otherUDP, true},
+		{"not IPv4", arp, true},
+		{"runt", []byte{1, 2, 3}, false}, // the kernel drops a frame too short to read, as here
+	} {
+		n, err := vm.Run(c.frame)
+		if err != nil && c.keep {
+			t.Errorf("%s: %v", c.name, err)
+		}
+		if got := n > 0; got != c.keep {
+			t.Errorf("%s: kept %v, want %v", c.name, got, c.keep)
+		}
+	}
+}
+
+func TestJobFilterBounds(t *testing.T) {
+	if _, err := JobFilter(nil); err == nil {
+		t.Error("no jobs: no error")
+	}
+	if _, err := JobFilter(make([]uint16, 201)); err == nil {
+		t.Error("201 jobs: no error")
+	}
+	if _, err := JobFilter(make([]uint16, 200)); err != nil {
+		t.Errorf("200 jobs: %v", err)
+	}
+}
+
+// TestPacketJobFilter attaches the filter to a real socket: another job's frames never reach
+// the ring, the socket's own job's do (root only).
+func TestPacketJobFilter(t *testing.T) {
+	as, bs := vethtest.Pairs(t, "agf", 1, 0)
+	l0, l1 := as[0], bs[0]
+	a, err := OpenPacket(l0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := OpenPacketConfig(l1, PacketConfig{Jobs: []uint16{5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	buf := make([]byte, 2048)
+	var f wire.Frame
+	// Until the link carries frames (see TestPacket), then count what arrives of 20 + 20.
+	giveUp := time.Now().Add(10 * time.Second)
+	for ready := false; !ready; {
+		if time.Now().After(giveUp) {
+			t.Fatal("no frame of job 5 crossed the veth pair in 10s")
+		}
+		_ = a.Send(inaFrame(5, wire.TypeResult))
+		n, err := b.Recv(buf, time.Now().Add(50*time.Millisecond))
+		ready = err == nil && f.Unmarshal(buf[:n]) == nil && f.INA.Job == 5
+	}
+	for i := 0; i < 20; i++ {
+		if err := a.Send(inaFrame(6, wire.TypeResult)); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Send(inaFrame(5, wire.TypeResult)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	own := 0
+	for {
+		n, err := b.Recv(buf, time.Now().Add(200*time.Millisecond))
+		if errors.Is(err, ErrTimeout) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Unmarshal(buf[:n]); err != nil {
+			t.Fatalf("received a frame that is not INA: %v", err)
+		}
+		if f.INA.Job != 5 {
+			t.Fatalf("received a frame of job %d through a filter for job 5", f.INA.Job)
+		}
+		own++
+	}
+	if own < 20 {
+		t.Errorf("received %d of the 20 frames of job 5 (at least; some of the first may be late)", own)
+	}
+}
