@@ -52,6 +52,8 @@ type Cluster struct {
 	links  []string // root-side links created (deleting one end deletes its peer)
 	procs  []*procs.Proc
 	thrift map[string]string // BMv2: switch -> thrift port
+	stats  map[string]string // reference switch -> its counters' address (GET /stats)
+	pids   map[string]int    // switch -> its process id
 }
 
 // HostNS is how a host is reached (the scheduler's hosts-file entry).
@@ -84,7 +86,8 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{Topo: topo, Hosts: map[string]HostNS{}, cfg: cfg, thrift: map[string]string{}}
+	c := &Cluster{Topo: topo, Hosts: map[string]HostNS{}, cfg: cfg, thrift: map[string]string{}, stats: map[string]string{},
+		pids: map[string]int{}}
 	if err := c.build(ctx); err != nil {
 		c.Close()
 		return nil, err
@@ -207,7 +210,13 @@ func (c *Cluster) startSwitches(ctx context.Context, ports map[string][]swPort) 
 		var argv []string
 		ep := topology.Endpoint{Address: grpcAddr, Target: c.cfg.Switch}
 		if c.cfg.Switch == "ref" {
-			argv = []string{filepath.Join(c.cfg.Bin, "refswitch"), "--grpc-addr", grpcAddr, "--device-id", "1", "--log-level", "warn"}
+			statsAddr, err := procs.FreeAddr()
+			if err != nil {
+				return nil, err
+			}
+			c.stats[name] = statsAddr
+			argv = []string{filepath.Join(c.cfg.Bin, "refswitch"), "--grpc-addr", grpcAddr, "--device-id", "1", "--log-level", "warn",
+				"--stats-addr", statsAddr}
 			for _, p := range ps {
 				argv = append(argv, "-i", fmt.Sprintf("%d@%s", p.port, p.iface))
 				if p.mbps > 0 {
@@ -232,6 +241,7 @@ func (c *Cluster) startSwitches(ctx context.Context, ports map[string][]swPort) 
 		if err != nil {
 			return nil, err
 		}
+		c.pids[name] = p.Cmd.Process.Pid
 		if err := procs.WaitTCP(ctx, grpcAddr, p); err != nil {
 			return nil, err
 		}

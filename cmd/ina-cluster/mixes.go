@@ -14,6 +14,8 @@ type mix struct {
 	ID    int      `json:"id"`
 	Group string   `json:"group"` // switch setting, e.g. "esa-16"
 	Jobs  []mixJob `json:"jobs"`
+	// Machine is what the machine and the switches did while the mix ran (nil in older results).
+	Machine *machineUse `json:"machine,omitempty"`
 }
 
 // group is a switch setting the mixes of one emulated cluster share.

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -69,11 +70,13 @@ type jobResult struct {
 	MeasuredMbps   float64
 	MeasuredJCT    float64 // the job's run: first worker's start to last worker's end
 	ResentPct      float64 // the workers' retransmissions, % of data packets sent
-	EstimatedMbps  float64
-	EstimatedJCT   float64
-	SimulatedMbps  float64 `json:",omitempty"`
-	SimulatedJCT   float64 `json:",omitempty"`
-	Reason         string  `json:",omitempty"`
+	// Agents sums what the workers' summaries say of their packets (timeouts, window cuts, ...).
+	Agents        agentCounters `json:",omitempty"`
+	EstimatedMbps float64
+	EstimatedJCT  float64
+	SimulatedMbps float64 `json:",omitempty"`
+	SimulatedJCT  float64 `json:",omitempty"`
+	Reason        string  `json:",omitempty"`
 }
 
 var defaultGroups = []group{
@@ -93,6 +96,7 @@ func cmdValidate(args []string) error {
 	from := fs.String("from", "", "predict and report from an earlier run's results.json instead of running")
 	ecn := fs.Int("ecn-threshold", 0, "switches mark ECN above this egress queue depth (packets); 0: never (the switch default)")
 	work := fs.Float64("work", 1, "scale every job's iterations (e.g. 0.25 for BMv2, an order of magnitude slower)")
+	only := fs.String("only", "", "run only these mixes (comma-separated ids, e.g. 4,13,17; the settings they need calibrate as usual)")
 	fs.Set("window", "8")
 	fs.Parse(args)
 	var res *results
@@ -119,7 +123,11 @@ func cmdValidate(args []string) error {
 		if !(*work > 0) {
 			return fmt.Errorf("--work %v: want a positive factor", *work)
 		}
-		res, err = measure(ctx, cf, target, bmv2JSON, p4info, *seed, *perGroup, *ecn, *work)
+		keep, err := parseOnly(*only)
+		if err != nil {
+			return err
+		}
+		res, err = measure(ctx, cf, target, bmv2JSON, p4info, *seed, *perGroup, *ecn, *work, keep)
 		if err != nil {
 			return err
 		}
@@ -166,14 +174,15 @@ func save(res *results, path string) error {
 }
 
 // measure runs the calibration job and every mix, a cluster per switch setting.
-func measure(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info string, seed uint64, perGroup, ecn int, work float64) (*results, error) {
+func measure(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info string, seed uint64, perGroup, ecn int, work float64,
+	keep func(id int) bool) (*results, error) {
 	topo, err := topology.Load(*cf.topology)
 	if err != nil {
 		return nil, err
 	}
 	racks := hostRacks(topo)
 	gpus := topo.Hosts[racks[0][0]].GPUs
-	mixes := genMixes(seed, defaultGroups, perGroup, racks, gpus)
+	mixes := slices.DeleteFunc(genMixes(seed, defaultGroups, perGroup, racks, gpus), func(m mix) bool { return !keep(m.ID) })
 	for i := range mixes {
 		for k := range mixes[i].Jobs {
 			mixes[i].Jobs[k].Iterations = scaled(mixes[i].Jobs[k].Iterations, work)
@@ -184,14 +193,17 @@ func measure(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info stri
 	fmt.Printf("validate: switch=%s topology=%s, %d mixes in %d switch settings, logs in %s\n", target, *cf.topology,
 		len(mixes), len(defaultGroups), *cf.dir)
 	for gi, g := range defaultGroups {
-		err := withGroup(ctx, cf, target, bmv2JSON, p4info, g, ecn, fmt.Sprintf("%s%d", *cf.prefix, gi), func(run func(m mix) ([]scheduler.Job, error)) error {
+		if !slices.ContainsFunc(mixes, func(m mix) bool { return m.Group == g.Name }) {
+			continue
+		}
+		err := withGroup(ctx, cf, target, bmv2JSON, p4info, g, ecn, fmt.Sprintf("%s%d", *cf.prefix, gi), func(run func(m *mix) ([]scheduler.Job, error)) error {
 			// The machine is shared: what a lone job gets drifts with the load, so each setting
 			// calibrates when its cluster comes up, before any of its mixes.
 			var lone []scheduler.Job
 			for range calibrationRuns {
 				lj := calibrationJob(racks[0][:2], racks[0][2])
 				lj.Iterations = scaled(lj.Iterations, work)
-				jobs, err := run(mix{ID: -1, Group: g.Name, Jobs: []mixJob{lj}})
+				jobs, err := run(&mix{ID: -1, Group: g.Name, Jobs: []mixJob{lj}})
 				if err != nil {
 					return err
 				}
@@ -207,7 +219,7 @@ func measure(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info stri
 			wj := wideCalibrationJob(racks[0])
 			wj.Iterations = scaled(wj.Iterations, work)
 			for range calibrationRuns {
-				jobs, err := run(mix{ID: -1, Group: g.Name, Jobs: []mixJob{wj}})
+				jobs, err := run(&mix{ID: -1, Group: g.Name, Jobs: []mixJob{wj}})
 				if err != nil {
 					return err
 				}
@@ -224,20 +236,27 @@ func measure(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info stri
 				if m.Group != g.Name {
 					continue
 				}
-				jobs, err := run(m)
+				jobs, err := run(&m)
 				if err != nil {
 					return err
+				}
+				for i := range res.Mixes {
+					if res.Mixes[i].ID == m.ID {
+						res.Mixes[i].Machine = m.Machine
+					}
 				}
 				for i, mj := range m.Jobs {
 					j := jobs[i]
 					r := jobResult{Mix: fmt.Sprintf("m%02d", m.ID), Job: mj.Name, Group: g.Name, FanIn: len(mj.Workers),
 						CrossRack: crossRack(racks, mj.Workers), INA: mj.INA, State: string(j.State), Reason: j.Reason,
 						MeasuredMbps: j.Progress.ThroughputMbps, MeasuredJCT: j.RunSec, SlotBase: slotBase(j),
-						ResentPct: 100 * float64(j.Progress.Resent) / float64(max(j.Progress.Sent, 1)),
-						Exact:     j.Progress.Wrong == 0 && j.Progress.Exact == mj.Iterations*len(mj.Workers)}
+						ResentPct: 100 * float64(j.Progress.Resent) / float64(max(j.Progress.Sent, 1)), Agents: readAgentCounters(j),
+						Exact: j.Progress.Wrong == 0 && j.Progress.Exact == mj.Iterations*len(mj.Workers)}
 					res.Jobs = append(res.Jobs, r)
 				}
-				fmt.Printf("validate: mix %02d (%s): %d jobs done\n", m.ID, g.Name, len(m.Jobs))
+				u := m.Machine
+				fmt.Printf("validate: mix %02d (%s): %d jobs done in %.1f s; CPUs %.0f%% busy, a task waiting for one %.0f%% of the time (load %.1f at start); switches: %.1f CPU-s, %.1f s waiting for a CPU, %d tail drops, %d kernel drops\n",
+					m.ID, g.Name, len(m.Jobs), u.Seconds, 100*u.Busy, 100*u.Stalled, u.Load1, u.Switches.CPUSec, u.Switches.RunQueueSec, u.Switches.TailDrops, u.Switches.KernelDrops)
 			}
 			return nil
 		})
@@ -292,7 +311,7 @@ func (c calibration) windowBps(window int) float64 { return float64(window*chunk
 // withGroup builds the emulated cluster with a group's switch settings and the scheduler service
 // on it, and hands f a function that runs one mix to the end.
 func withGroup(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info string, g group, ecn int, prefix string,
-	f func(run func(m mix) ([]scheduler.Job, error)) error) error {
+	f func(run func(m *mix) ([]scheduler.Job, error)) error) error {
 	dir := filepath.Join(*cf.dir, g.Name)
 	_ = os.RemoveAll(dir)
 	settings := &cp.Settings{Preempt: &g.Preempt, Release: g.Release, ActiveSlots: &g.Slots}
@@ -334,7 +353,12 @@ func withGroup(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info st
 		}
 		svc.Close()
 	}()
-	return f(func(m mix) ([]scheduler.Job, error) { return runMix(ctx, svc, m) })
+	return f(func(m *mix) ([]scheduler.Job, error) {
+		load, before := loadAvg1(), sampleCPU(ctx, cl)
+		jobs, err := runMix(ctx, svc, *m)
+		m.Machine = before.use(sampleCPU(ctx, cl), load)
+		return jobs, err
+	})
 }
 
 // runMix submits a mix's jobs together and waits for all of them.
@@ -421,4 +445,20 @@ func crossRack(racks [][]string, ws []string) bool {
 		}
 	}
 	return true
+}
+
+// parseOnly turns --only's list of mix ids into a filter (every mix when empty).
+func parseOnly(s string) (func(id int) bool, error) {
+	if strings.TrimSpace(s) == "" {
+		return func(int) bool { return true }, nil
+	}
+	ids := map[int]bool{}
+	for _, f := range strings.Split(s, ",") {
+		id, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(f), "m"))
+		if err != nil || id < 0 {
+			return nil, fmt.Errorf("--only %q: want mix ids such as 4,13,17", s)
+		}
+		ids[id] = true
+	}
+	return func(id int) bool { return ids[id] }, nil
 }
