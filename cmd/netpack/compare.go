@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,6 +110,8 @@ func runEvaluate(args []string) error {
 	synthJobs := fs.Int("synthetic-jobs", d.SynthJobs, "jobs of the synthetic workload in the paper setting")
 	seed := fs.Uint64("seed", d.Seed, "seed of the synthetic workloads")
 	verbose := fs.Bool("v", false, "log every run's wall time to stderr (experiments are always logged)")
+	validations := fs.String("validation", "docs/validation-summary.json,docs/validation-bmv2-summary.json",
+		"validation summaries (make validate) to show against packets; missing files are left out")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -135,6 +138,25 @@ func runEvaluate(args []string) error {
 	}
 	if !slices.Contains(cfg.Loads, cfg.Paper.Load) || len(cfg.Sizes) == 0 || *sizeJobs <= 0 || *synthJobs <= 0 || !(*interval > 0) {
 		return fmt.Errorf("-loads must include %g; -sizes, -size-jobs, -synthetic-jobs and -interval must be positive", cfg.Paper.Load)
+	}
+	for _, f := range strings.Split(*validations, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		v, err := eval.LoadValidation(f)
+		if err != nil {
+			return err
+		}
+		if v != nil {
+			if v.Link, err = filepath.Rel(filepath.Dir(*out), filepath.Dir(f)); err != nil {
+				return err
+			}
+			v.Link = filepath.ToSlash(v.Link)
+			if v.Link == "." {
+				v.Link = ""
+			}
+			cfg.Validations = append(cfg.Validations, v)
+		}
 	}
 	rep, err := eval.Evaluate(cfg)
 	if err != nil {

@@ -86,6 +86,8 @@ type Config struct {
 	Log       io.Writer // one line per finished experiment (wall time; never in the report)
 	Verbose   bool      // and one per run
 	Workers   int       // runs in parallel (0: GOMAXPROCS)
+	// Validations are the summaries of `make validate` (LoadValidation) shown in section 11.
+	Validations []*Validation
 }
 
 // DefaultConfig is what `make evaluation` runs on a trace.
