@@ -49,12 +49,12 @@ func TestMachineReportBands(t *testing.T) {
 		res.Jobs = append(res.Jobs, j)
 	}
 	out := machineReport(res)
-	for _, want := range []string{"| below 50% | 1 | 2 |", "| 80% and more | 1 | 2 |", "expired 7 times", "each mix is 3-4 processes"} {
+	for _, want := range []string{"| below 60% | 1 | 2 |", "| 75% and more | 1 | 2 |", "expired 7 times", "each mix is 3-4 processes"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "50-80%") {
+	if strings.Contains(out, "60-75%") {
 		t.Errorf("a band without jobs is shown:\n%s", out)
 	}
 	for i := range res.Mixes {

@@ -110,6 +110,11 @@ func predict(res *results) error {
 					cal.windowBps(res.Window))
 				p := netpack.Placement{Job: &netpack.Job{ID: mj.Name, GPUs: len(mj.Workers), Model: md, Iterations: mj.Iterations},
 					INA: mj.INA, Priority: uint8(mj.Priority)}
+				if r := byName[mj.Name]; r != nil && r.SwitchPriority != nil {
+					// Rank as the switches did: two priorities the service scaled to one
+					// priority_cap do not preempt each other there.
+					p.Priority = uint8(*r.SwitchPriority)
+				}
 				p.PS, _ = c.Machine(mj.PS)
 				for _, w := range mj.Workers {
 					mid, _ := c.Machine(w)

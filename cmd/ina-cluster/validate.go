@@ -60,10 +60,13 @@ type calibration struct {
 
 // jobResult is one job of one mix: measured and predicted.
 type jobResult struct {
-	Mix, Job       string
-	Group          string
-	FanIn          int
-	SlotBase       int // the service gave the job slots [SlotBase, SlotBase+window)
+	Mix, Job string
+	Group    string
+	FanIn    int
+	SlotBase int // the service gave the job slots [SlotBase, SlotBase+window)
+	// SwitchPriority is the ESA priority the switches compared (the service's priority_cap, the
+	// mix's 0-255 scaled to 0-31): the models rank the job by it (nil in older results).
+	SwitchPriority *int `json:",omitempty"`
 	CrossRack, INA bool
 	State          string
 	Exact          bool
@@ -249,7 +252,7 @@ func measure(ctx context.Context, cf clusterFlags, target, bmv2JSON, p4info stri
 					j := jobs[i]
 					r := jobResult{Mix: fmt.Sprintf("m%02d", m.ID), Job: mj.Name, Group: g.Name, FanIn: len(mj.Workers),
 						CrossRack: crossRack(racks, mj.Workers), INA: mj.INA, State: string(j.State), Reason: j.Reason,
-						MeasuredMbps: j.Progress.ThroughputMbps, MeasuredJCT: j.RunSec, SlotBase: slotBase(j),
+						MeasuredMbps: j.Progress.ThroughputMbps, MeasuredJCT: j.RunSec, SlotBase: slotBase(j), SwitchPriority: switchPriority(j),
 						ResentPct: 100 * float64(j.Progress.Resent) / float64(max(j.Progress.Sent, 1)), Agents: readAgentCounters(j),
 						Exact: j.Progress.Wrong == 0 && j.Progress.Exact == mj.Iterations*len(mj.Workers)}
 					res.Jobs = append(res.Jobs, r)
@@ -396,6 +399,14 @@ func runMix(ctx context.Context, svc *scheduler.Service, m mix) ([]scheduler.Job
 
 // scaled is n iterations scaled by f, at least 5 (the first is not timed).
 func scaled(n int, f float64) int { return max(5, int(math.Round(float64(n)*f))) }
+
+func switchPriority(j scheduler.Job) *int {
+	if j.Placement == nil {
+		return nil
+	}
+	p := j.Placement.PriorityCap
+	return &p
+}
 
 func slotBase(j scheduler.Job) int {
 	if j.Placement == nil {
