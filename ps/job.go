@@ -30,8 +30,8 @@ type chunk struct {
 type job struct {
 	cfg      JobConfig
 	mask     uint32
-	pending  map[uint32]*chunk
-	kept     map[uint32][]byte
+	pending  seqMap[*chunk]
+	kept     seqMap[[]byte]
 	fifo     []uint32 // completed seqs in completion order, a ring of Horizon
 	head     int
 	floor    uint32 // newest seq whose result was dropped; older data is TooOld
@@ -41,8 +41,9 @@ type job struct {
 }
 
 func newJob(cfg JobConfig) *job {
-	return &job{cfg: cfg, mask: cfg.mask(), pending: map[uint32]*chunk{}, kept: map[uint32][]byte{},
-		fifo: make([]uint32, 0, cfg.Horizon)}
+	// Home slots for 2*Horizon seqs: the kept results and the incomplete chunks lie within about that span.
+	return &job{cfg: cfg, mask: cfg.mask(), pending: newSeqMap[*chunk](2 * cfg.Horizon),
+		kept: newSeqMap[[]byte](2 * cfg.Horizon), fifo: make([]uint32, 0, cfg.Horizon)}
 }
 
 // supersedes reports whether a packet with bitmap p may replace a held partial with bitmap held:
@@ -78,14 +79,14 @@ func (j *job) kind(h *wire.Header) {
 
 // handle processes one data packet, h with its values v (K big-endian int32, read in place); r
 // builds and emits results.
-func (j *job) handle(h *wire.Header, v []byte, r *resulter) {
+func (j *job) handle(h *wire.Header, v *packed, r *resulter) {
 	j.kind(h)
 	q := h.Seq
 	if h.Bitmap == 0 || h.Bitmap&^j.mask != 0 {
 		j.c.BadBitmap++
 		return
 	}
-	if res, ok := j.kept[q]; ok {
+	if res, ok := j.kept.get(q); ok {
 		if h.Flags&wire.FlagResend != 0 {
 			j.c.ResendAnswered++
 			r.out(res)
@@ -98,14 +99,14 @@ func (j *job) handle(h *wire.Header, v []byte, r *resulter) {
 		j.c.TooOld++
 		return
 	}
-	cs := j.pending[q]
-	if cs == nil {
-		if len(j.pending) >= j.cfg.Horizon {
+	cs, ok := j.pending.get(q)
+	if !ok {
+		if j.pending.n >= j.cfg.Horizon {
 			j.c.PendingFull++
 			return
 		}
 		cs = j.alloc()
-		j.pending[q] = cs
+		j.pending.put(q, cs)
 	}
 	if cs.mode == modeFixed {
 		switch {
@@ -126,26 +127,19 @@ func (j *job) handle(h *wire.Header, v []byte, r *resulter) {
 }
 
 // value is the i-th value of a packet.
-func value(v []byte, i int) int32 { return int32(binary.BigEndian.Uint32(v[4*i:])) }
+func value(v *packed, i int) int32 { return int32(binary.BigEndian.Uint32(v[4*i:])) }
 
-func (j *job) mergeFixed(cs *chunk, h *wire.Header, v []byte, r *resulter) {
-	v = v[:4*wire.NumValues]
+func (j *job) mergeFixed(cs *chunk, h *wire.Header, v *packed, r *resulter) {
 	switch {
 	case cs.bitmap == 0:
 		j.c.Merged++
-		for i := range cs.sum {
-			cs.sum[i] = int64(value(v, i))
-		}
+		assignValues(&cs.sum, v)
 	case cs.bitmap&h.Bitmap == 0:
 		j.c.Merged++
-		for i := range cs.sum {
-			cs.sum[i] += int64(value(v, i))
-		}
+		addValues(&cs.sum, v)
 	case supersedes(h.Bitmap, cs.bitmap):
 		j.c.Replaced++
-		for i := range cs.sum {
-			cs.sum[i] = int64(value(v, i))
-		}
+		assignValues(&cs.sum, v)
 	default:
 		j.c.Overlap++
 		return
@@ -155,17 +149,11 @@ func (j *job) mergeFixed(cs *chunk, h *wire.Header, v []byte, r *resulter) {
 	if cs.bitmap != j.mask {
 		return
 	}
-	var out [wire.NumValues]int32
-	for i, s := range cs.sum {
-		// A sum at an int32 bound may be a clipped one (the switch saturates, and workers encode
-		// unrepresentable floats as the bounds): only the exact path can tell.
-		if s >= math.MaxInt32 || s <= math.MinInt32 {
-			j.overflow(cs, h, r)
-			return
-		}
-		out[i] = int32(s)
+	if !encodeSums(&r.values, &cs.sum) {
+		j.overflow(cs, h, r)
+		return
 	}
-	j.complete(h, cs, 0, &out, r)
+	j.complete(h, cs, 0, &r.values, r)
 }
 
 // overflow drops the fixed-point sum and asks every worker to resend the chunk with BYPASS.
@@ -176,7 +164,7 @@ func (j *job) overflow(cs *chunk, h *wire.Header, r *resulter) {
 	r.out(cs.overflow)
 }
 
-func (j *job) mergeBypass(cs *chunk, h *wire.Header, v []byte, r *resulter) {
+func (j *job) mergeBypass(cs *chunk, h *wire.Header, v *packed, r *resulter) {
 	if h.Flags&wire.FlagBypass == 0 {
 		if h.Flags&wire.FlagResend == 0 {
 			j.c.OverflowIgnored++
@@ -221,35 +209,34 @@ func (j *job) mergeBypass(cs *chunk, h *wire.Header, v []byte, r *resulter) {
 	if cs.bitmap != j.mask {
 		return
 	}
-	var out [wire.NumValues]int32
 	flags := wire.FlagBypass
+	out := &r.values
 	if float {
 		flags |= wire.FlagFloat
 		for i, s := range cs.sum {
-			out[i] = int32(math.Float32bits(float32(math.Float64frombits(uint64(s)))))
+			binary.BigEndian.PutUint32(out[4*i:], math.Float32bits(float32(math.Float64frombits(uint64(s)))))
 		}
 	} else {
 		for i, s := range cs.sum {
 			switch {
 			case s > math.MaxInt32:
-				out[i], flags = math.MaxInt32, flags|wire.FlagOverflow
+				s, flags = math.MaxInt32, flags|wire.FlagOverflow
 			case s < math.MinInt32:
-				out[i], flags = math.MinInt32, flags|wire.FlagOverflow
-			default:
-				out[i] = int32(s)
+				s, flags = math.MinInt32, flags|wire.FlagOverflow
 			}
+			binary.BigEndian.PutUint32(out[4*i:], uint32(s))
 		}
 		if flags&wire.FlagOverflow != 0 {
 			j.c.IntOverflow++
 		}
 	}
 	j.c.BypassResults++
-	j.complete(h, cs, flags, &out, r)
+	j.complete(h, cs, flags, out, r)
 }
 
 // complete emits and keeps the result of h.Seq and forgets its accumulator. The result is encoded
 // into the buffer of the kept result it displaces, so a job in steady state allocates nothing.
-func (j *job) complete(h *wire.Header, cs *chunk, flags wire.Flags, out *[wire.NumValues]int32, r *resulter) {
+func (j *job) complete(h *wire.Header, cs *chunk, flags wire.Flags, out *packed, r *resulter) {
 	if cs.ecn {
 		flags |= wire.FlagECN
 		j.c.ECNResults++
@@ -260,8 +247,7 @@ func (j *job) complete(h *wire.Header, cs *chunk, flags wire.Flags, out *[wire.N
 		j.fifo = append(j.fifo, q)
 	} else {
 		old := j.fifo[j.head]
-		buf = j.kept[old]
-		delete(j.kept, old)
+		buf, _ = j.kept.del(old)
 		j.fifo[j.head] = q
 		j.head = (j.head + 1) % j.cfg.Horizon
 		if !j.hasFloor || newer(old, j.floor) {
@@ -271,18 +257,14 @@ func (j *job) complete(h *wire.Header, cs *chunk, flags wire.Flags, out *[wire.N
 	res := r.build(buf, h, flags, j.mask, out)
 	j.c.Results++
 	r.out(res)
-	delete(j.pending, q)
+	j.pending.del(q)
 	j.pool = append(j.pool, cs)
-	j.kept[q] = res
+	j.kept.put(q, res)
 	// Chunks at or below the floor can no longer complete usefully (no worker waits for them):
 	// forget them so a dead chunk cannot pin memory.
-	if j.hasFloor && len(j.pending) > j.cfg.Window {
-		for s, c := range j.pending {
-			if !newer(s, j.floor) {
-				delete(j.pending, s)
-				j.pool = append(j.pool, c)
-			}
-		}
+	if j.hasFloor && j.pending.n > j.cfg.Window {
+		j.pending.prune(func(s uint32) bool { return !newer(s, j.floor) },
+			func(c *chunk) { j.pool = append(j.pool, c) })
 	}
 }
 

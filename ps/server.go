@@ -104,7 +104,7 @@ func (s *Server) Handle(frame []byte, emit func([]byte)) {
 		return
 	}
 	s.r.out = emit
-	j.handle(&f.INA, values, &s.r)
+	j.handle(&f.INA, (*packed)(values), &s.r)
 }
 
 // Serve receives frames on t and sends results back on t until ctx is done or t fails. On a
@@ -176,30 +176,33 @@ func (s *Server) Pending(id uint16) (pending, kept int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if j := s.jobs[id]; j != nil {
-		return len(j.pending), len(j.kept)
+		return j.pending.n, j.kept.n
 	}
 	return 0, 0
 }
 
 // resulter builds result frames and hands them to out, the emit function of the current Handle.
 type resulter struct {
-	tmpl wire.Frame
-	out  func([]byte)
+	tmpl   wire.Frame // its values stay zero
+	out    func([]byte)
+	values packed // a result's values, encoded before its frame
 }
 
 // build encodes the result for h's (job, seq, slot) with flags and values (nil: zeros) into buf
 // (nil or too short: a new buffer).
-func (r *resulter) build(buf []byte, h *wire.Header, flags wire.Flags, mask uint32, v *[wire.NumValues]int32) []byte {
+func (r *resulter) build(buf []byte, h *wire.Header, flags wire.Flags, mask uint32, v *packed) []byte {
 	f := &r.tmpl
 	f.ID++
-	f.INA = wire.Header{Version: wire.Version, Type: wire.TypeResult, Priority: h.Priority, Flags: flags,
-		Job: h.Job, Slot: h.Slot, Seq: h.Seq, Bitmap: mask}
-	if v != nil {
-		f.INA.Values = *v
-	}
+	i := &f.INA
+	i.Version, i.Type, i.Priority, i.Flags = wire.Version, wire.TypeResult, h.Priority, flags
+	i.Job, i.Slot, i.Seq, i.Bitmap = h.Job, h.Slot, h.Seq, mask
 	if len(buf) < wire.FrameLen {
 		buf = make([]byte, wire.FrameLen)
 	}
+	buf = buf[:wire.FrameLen]
 	_ = f.MarshalTo(buf) // cannot fail: buf holds FrameLen bytes
-	return buf[:wire.FrameLen]
+	if v != nil {
+		copy(buf[wire.FrameLen-len(v):], v[:])
+	}
+	return buf
 }
