@@ -7,9 +7,10 @@ import (
 	"github.com/inapack/inapack/p4src/wire"
 )
 
-// The fixed-point merge kernels. A packet's K big-endian int32 values are read 8 bytes (two
-// values) at a time through an array pointer, 8 values per loop turn, so the loops carry no
-// bounds checks; sums are int64 (32 workers' int32 values cannot overflow them).
+// The fixed-point merge kernels, assignValues, addValues and encodeSums: in AVX2 where the CPU has
+// it (lanes_amd64.s), else these portable ones. A packet's K big-endian int32 values are read 8
+// bytes (two values) at a time through an array pointer, 8 values per loop turn, so the loops carry
+// no bounds checks; sums are int64 (32 workers' int32 values cannot overflow them).
 
 // packed is a packet's K values as they are on the wire.
 type packed = [4 * wire.NumValues]byte
@@ -17,8 +18,8 @@ type packed = [4 * wire.NumValues]byte
 // sums is a chunk's accumulator.
 type sums = [wire.NumValues]int64
 
-// assignValues sets s to v's values.
-func assignValues(s *sums, v *packed) {
+// assignValuesGeneric sets s to v's values.
+func assignValuesGeneric(s *sums, v *packed) {
 	for i := 0; i < wire.NumValues; i += 8 {
 		b := (*[32]byte)(v[4*i:])
 		x0, x1 := binary.BigEndian.Uint64(b[0:]), binary.BigEndian.Uint64(b[8:])
@@ -31,8 +32,8 @@ func assignValues(s *sums, v *packed) {
 	}
 }
 
-// addValues adds v's values to s.
-func addValues(s *sums, v *packed) {
+// addValuesGeneric adds v's values to s.
+func addValuesGeneric(s *sums, v *packed) {
 	for i := 0; i < wire.NumValues; i += 8 {
 		b := (*[32]byte)(v[4*i:])
 		x0, x1 := binary.BigEndian.Uint64(b[0:]), binary.BigEndian.Uint64(b[8:])
@@ -49,10 +50,10 @@ func addValues(s *sums, v *packed) {
 	}
 }
 
-// encodeSums writes s as big-endian int32 values into out and reports whether every sum lies strictly
+// encodeSumsGeneric writes s as big-endian int32 values into out and reports whether every sum lies strictly
 // between the int32 bounds. A sum at a bound may be a clipped one (the switch saturates, and
 // workers encode unrepresentable floats as the bounds): only the exact path can tell.
-func encodeSums(out *packed, s *sums) bool {
+func encodeSumsGeneric(out *packed, s *sums) bool {
 	// (x-lo)|(hi-x) is negative exactly when x lies outside [lo, hi].
 	const lo, hi = math.MinInt32 + 1, math.MaxInt32 - 1
 	var outside int64

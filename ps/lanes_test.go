@@ -28,24 +28,41 @@ func randomValues(r *rand.Rand, small bool) (v packed, want [wire.NumValues]int3
 	return v, want
 }
 
-// The kernels against the plain definition: int64 sums of big-endian int32 values, and a result
-// only when every sum lies strictly inside the int32 bounds.
+// kernels is one implementation of the merge kernels.
+type kernels struct {
+	name   string
+	assign func(*sums, *packed)
+	add    func(*sums, *packed)
+	encode func(*packed, *sums) bool
+}
+
+// laneKernels are the implementations this machine runs (lanes_amd64_test.go adds AVX2).
+var laneKernels = []kernels{{"generic", assignValuesGeneric, addValuesGeneric, encodeSumsGeneric}}
+
+// Every implementation of the kernels against the plain definition: int64 sums of big-endian int32
+// values, and a result only when every sum lies strictly inside the int32 bounds.
 func TestLanes(t *testing.T) {
+	for _, k := range laneKernels {
+		t.Run(k.name, func(t *testing.T) { testLanes(t, k) })
+	}
+}
+
+func testLanes(t *testing.T, k kernels) {
 	r := rand.New(rand.NewPCG(1, 2))
 	encoded := 0
 	for round := range 2000 {
 		var got sums
 		var want [wire.NumValues]int64
 		n := 1 + r.IntN(32)
-		for k := range n {
+		for p := range n {
 			v, vals := randomValues(r, round%2 == 0)
-			if k == 0 {
-				assignValues(&got, &v)
+			if p == 0 {
+				k.assign(&got, &v)
 			} else {
-				addValues(&got, &v)
+				k.add(&got, &v)
 			}
 			for i, x := range vals {
-				if k == 0 {
+				if p == 0 {
 					want[i] = 0
 				}
 				want[i] += int64(x)
@@ -59,7 +76,7 @@ func TestLanes(t *testing.T) {
 		for _, s := range want {
 			inside = inside && s > math.MinInt32 && s < math.MaxInt32
 		}
-		if ok := encodeSums(&out, &got); ok != inside {
+		if ok := k.encode(&out, &got); ok != inside {
 			t.Fatalf("encodeSums reported %v for %v", ok, want)
 		}
 		if !inside {
@@ -81,7 +98,7 @@ func TestLanes(t *testing.T) {
 			var sum sums
 			sum[lane] = s
 			var out packed
-			if encodeSums(&out, &sum) {
+			if k.encode(&out, &sum) {
 				t.Fatalf("sum %d in lane %d encoded as in range", s, lane)
 			}
 		}

@@ -183,7 +183,7 @@ func (s *Server) Pending(id uint16) (pending, kept int) {
 
 // resulter builds result frames and hands them to out, the emit function of the current Handle.
 type resulter struct {
-	tmpl   wire.Frame // its values stay zero
+	tmpl   wire.Frame
 	out    func([]byte)
 	values packed // a result's values, encoded before its frame
 }
@@ -200,9 +200,12 @@ func (r *resulter) build(buf []byte, h *wire.Header, flags wire.Flags, mask uint
 		buf = make([]byte, wire.FrameLen)
 	}
 	buf = buf[:wire.FrameLen]
-	_ = f.MarshalTo(buf) // cannot fail: buf holds FrameLen bytes
+	_ = f.MarshalHeadersTo(buf) // cannot fail: buf holds FrameLen bytes
+	values := (*packed)(buf[wire.FrameLen-len(packed{}):])
 	if v != nil {
-		copy(buf[wire.FrameLen-len(v):], v[:])
+		*values = *v
+	} else {
+		*values = packed{}
 	}
 	return buf
 }

@@ -51,6 +51,15 @@ func (h *Header) MarshalTo(b []byte) error {
 	if len(b) < PayloadLen {
 		return fmt.Errorf("%w: need %d bytes, have %d", ErrShort, PayloadLen, len(b))
 	}
+	h.marshalFields(b)
+	for i, v := range h.Values {
+		binary.BigEndian.PutUint32(b[HeaderLen+4*i:], uint32(v))
+	}
+	return nil
+}
+
+// marshalFields writes everything but the values into b (HeaderLen bytes).
+func (h *Header) marshalFields(b []byte) {
 	b[0] = h.Version<<4 | uint8(h.Type)&0x0f
 	b[1] = h.Priority
 	binary.BigEndian.PutUint16(b[2:], uint16(h.Flags))
@@ -58,10 +67,6 @@ func (h *Header) MarshalTo(b []byte) error {
 	binary.BigEndian.PutUint16(b[6:], h.Slot)
 	binary.BigEndian.PutUint32(b[8:], h.Seq)
 	binary.BigEndian.PutUint32(b[12:], h.Bitmap)
-	for i, v := range h.Values {
-		binary.BigEndian.PutUint32(b[HeaderLen+4*i:], uint32(v))
-	}
-	return nil
 }
 
 // Unmarshal decodes exactly PayloadLen bytes. It checks the length first, then the version and type.
@@ -130,6 +135,21 @@ func (f *Frame) MarshalTo(b []byte) error {
 	if len(b) < FrameLen {
 		return fmt.Errorf("%w: need %d bytes, have %d", ErrShort, FrameLen, len(b))
 	}
+	return f.INA.MarshalTo(f.marshalAddr(b))
+}
+
+// MarshalHeadersTo is MarshalTo without the values: it writes every header into b (FrameLen bytes)
+// and leaves the K values' bytes to the caller, who may have them encoded already.
+func (f *Frame) MarshalHeadersTo(b []byte) error {
+	if len(b) < FrameLen {
+		return fmt.Errorf("%w: need %d bytes, have %d", ErrShort, FrameLen, len(b))
+	}
+	f.INA.marshalFields(f.marshalAddr(b))
+	return nil
+}
+
+// marshalAddr writes the frame up to the INA header and returns the rest of b.
+func (f *Frame) marshalAddr(b []byte) []byte {
 	copy(b[0:6], mac6(f.DstMAC))
 	copy(b[6:12], mac6(f.SrcMAC))
 	binary.BigEndian.PutUint16(b[12:], EtherTypeIPv4)
@@ -150,7 +170,7 @@ func (f *Frame) MarshalTo(b []byte) error {
 	binary.BigEndian.PutUint16(udp[2:], UDPPort)
 	binary.BigEndian.PutUint16(udp[4:], UDPLen)
 	binary.BigEndian.PutUint16(udp[6:], 0)
-	return f.INA.MarshalTo(b[42:FrameLen])
+	return b[42:FrameLen]
 }
 
 // Marshal returns the encoded frame.

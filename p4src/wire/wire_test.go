@@ -46,6 +46,25 @@ func TestFrameRoundTrip(t *testing.T) {
 	}
 }
 
+// MarshalHeadersTo writes every byte MarshalTo writes but the values, and leaves those alone.
+func TestMarshalHeadersTo(t *testing.T) {
+	f := sampleFrame()
+	want := f.Marshal()
+	got := bytes.Repeat([]byte{0xa5}, FrameLen)
+	if err := f.MarshalHeadersTo(got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got[:42+HeaderLen], want[:42+HeaderLen]) {
+		t.Errorf("headers\n%x, want\n%x", got[:42+HeaderLen], want[:42+HeaderLen])
+	}
+	if !bytes.Equal(got[42+HeaderLen:], bytes.Repeat([]byte{0xa5}, 4*NumValues)) {
+		t.Error("MarshalHeadersTo wrote into the values")
+	}
+	if err := f.MarshalHeadersTo(got[:FrameLen-1]); !errors.Is(err, ErrShort) {
+		t.Errorf("short buffer: %v", err)
+	}
+}
+
 func TestHeaderRoundTrip(t *testing.T) {
 	h := sampleFrame().INA
 	b := make([]byte, PayloadLen)
