@@ -86,20 +86,24 @@ func (j *job) handle(h *wire.Header, v *packed, r *resulter) {
 		j.c.BadBitmap++
 		return
 	}
-	if res, ok := j.kept.get(q); ok {
-		if h.Flags&wire.FlagResend != 0 {
-			j.c.ResendAnswered++
-			r.out(res)
-		} else {
-			j.c.Late++
+	// A seq is pending or kept, never both (its accumulator goes when its result is kept), so
+	// the common case, a chunk in progress, takes one look-up.
+	cs, ok := j.pending.get(q)
+	if !ok {
+		if res, kept := j.kept.get(q); kept {
+			if h.Flags&wire.FlagResend != 0 {
+				j.c.ResendAnswered++
+				r.out(res)
+			} else {
+				j.c.Late++
+			}
+			return
 		}
-		return
 	}
 	if j.hasFloor && !newer(q, j.floor) {
 		j.c.TooOld++
 		return
 	}
-	cs, ok := j.pending.get(q)
 	if !ok {
 		if j.pending.n >= j.cfg.Horizon {
 			j.c.PendingFull++

@@ -7,10 +7,15 @@ import (
 	"github.com/inapack/inapack/p4src/wire"
 )
 
-// The fixed-point merge kernels, assignValues, addValues and encodeSums: in AVX2 where the CPU has
-// it (lanes_amd64.s), else these portable ones. A packet's K big-endian int32 values are read 8
-// bytes (two values) at a time through an array pointer, 8 values per loop turn, so the loops carry
-// no bounds checks; sums are int64 (32 workers' int32 values cannot overflow them).
+// The fixed-point merge kernels: AVX2 where the CPU has it (lanes_amd64.s), else the portable ones
+// below, which read a packet's K big-endian int32 values 8 bytes (two values) at a time through
+// array pointers, 8 values per loop turn, so the loops carry no bounds checks. Sums are int64 (32
+// workers' int32 values cannot overflow them). lanes_amd64.go swaps in the AVX2 ones at init.
+var (
+	assignValues = assignValuesGeneric // s = v's values
+	addValues    = addValuesGeneric    // s += v's values
+	encodeSums   = encodeSumsGeneric   // out = s, big-endian, if every sum is strictly inside the int32 bounds
+)
 
 // packed is a packet's K values as they are on the wire.
 type packed = [4 * wire.NumValues]byte

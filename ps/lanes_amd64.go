@@ -4,29 +4,10 @@ package ps
 
 import "golang.org/x/sys/cpu"
 
-var haveAVX2 = cpu.X86.HasAVX2
-
-func assignValues(s *sums, v *packed) {
-	if haveAVX2 {
-		assignValuesAVX2(s, v)
-	} else {
-		assignValuesGeneric(s, v)
+func init() {
+	if cpu.X86.HasAVX2 {
+		assignValues, addValues, encodeSums = assignValuesAVX2, addValuesAVX2, encodeSumsAVX2
 	}
-}
-
-func addValues(s *sums, v *packed) {
-	if haveAVX2 {
-		addValuesAVX2(s, v)
-	} else {
-		addValuesGeneric(s, v)
-	}
-}
-
-func encodeSums(out *packed, s *sums) bool {
-	if haveAVX2 {
-		return encodeSumsAVX2(out, s)
-	}
-	return encodeSumsGeneric(out, s)
 }
 
 //go:noescape

@@ -2,6 +2,8 @@ package ps
 
 import (
 	"bytes"
+	"context"
+	"encoding/binary"
 	"errors"
 	"math"
 	"net"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/inapack/inapack/p4src/wire"
+	"github.com/inapack/inapack/worker/transport"
 )
 
 var (
@@ -221,30 +224,76 @@ func reportCPU(b *testing.B, bytesPerOp int, cpu0 time.Duration) {
 	}
 }
 
-// BenchmarkMerge is the PS merge throughput: one op handles one packet of mergeFrames, including
-// decoding and result encoding; bytes = values merged. BenchmarkCopy, over the same frames, is the
-// reference make bench divides it by: copy() of the same values. Both also report GB/s per second
-// of CPU time, the figure make bench compares.
+// ringTransport hands Serve the frames of mergeFrames from memory in batches, as a receive ring
+// does, n in all, then calls done. It numbers each frame as it hands it over, so that every pass
+// over the frames merges new chunks. Results are dropped.
+type ringTransport struct {
+	frames [][]byte
+	next   int
+	seq    uint32
+	n      int
+	done   func()
+}
+
+func (t *ringTransport) RecvBatch(_ time.Time, max int, fn func([]byte)) (int, error) {
+	if t.n == 0 {
+		t.done()
+		return 0, transport.ErrTimeout
+	}
+	k := min(max, t.n)
+	for range k {
+		if t.next == len(t.frames) {
+			t.next, t.seq = 0, t.seq+uint32(len(t.frames)/8)
+		}
+		f := t.frames[t.next]
+		binary.BigEndian.PutUint32(f[50:], t.seq+uint32(t.next/8))
+		fn(f)
+		t.next++
+	}
+	t.n -= k
+	return k, nil
+}
+
+func (t *ringTransport) Send([]byte) error                   { return nil }
+func (t *ringTransport) Queue([]byte) error                  { return nil }
+func (t *ringTransport) Flush() error                        { return nil }
+func (t *ringTransport) Recv([]byte, time.Time) (int, error) { return 0, transport.ErrClosed }
+func (t *ringTransport) Close() error                        { return nil }
+
+// BenchmarkMerge is the PS merge throughput as Serve runs it on a ring transport: one op receives
+// one packet of mergeFrames from memory (batches of 64, as the ring hands them over), decodes and
+// merges it in place, and encodes a result for every 8th; bytes = values merged. BenchmarkCopy,
+// over the same frames, is the reference make bench divides it by: copy() of the same values. Both
+// also report GB/s per second of CPU time, the figure make bench compares.
 func BenchmarkMerge(b *testing.B) {
 	s := newServer(b, JobConfig{Job: 1, Workers: 8, Window: wire.NumSlots})
-	frames := mergeFrames()
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &ringTransport{frames: mergeFrames(), n: b.N, done: cancel}
+	b.SetBytes(4 * wire.NumValues)
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	if err := s.Serve(ctx, t); err != nil {
+		b.Fatal(err)
+	}
+	reportCPU(b, 4*wire.NumValues, cpu0)
+	if c, _ := s.Counters(1); c.Merged != uint64(b.N) || c.Results != uint64(b.N/8) {
+		b.Fatalf("%d packets: %v", b.N, c)
+	}
+}
+
+// BenchmarkMergeHandle is BenchmarkMerge through Handle, one frame (and one lock) at a time.
+func BenchmarkMergeHandle(b *testing.B) {
+	s := newServer(b, JobConfig{Job: 1, Workers: 8, Window: wire.NumSlots})
+	t := &ringTransport{frames: mergeFrames(), n: b.N}
 	emit := func([]byte) {}
+	handle := func(f []byte) { s.Handle(f, emit) }
 	b.SetBytes(4 * wire.NumValues)
 	b.ReportAllocs()
 	b.ResetTimer()
 	defer reportCPU(b, 4*wire.NumValues, cpuTime())
-	seq := uint32(0)
-	for i := 0; i < b.N; i++ {
-		fr := frames[i%len(frames)]
-		if i%len(frames) == 0 && i > 0 {
-			// Renumber so every pass merges new chunks.
-			seq += 1024
-			for j, f := range frames {
-				q := seq + uint32(j/8)
-				f[50], f[51], f[52], f[53] = byte(q>>24), byte(q>>16), byte(q>>8), byte(q)
-			}
-		}
-		s.Handle(fr, emit)
+	for t.n > 0 {
+		_, _ = t.RecvBatch(time.Time{}, 1, handle)
 	}
 }
 
@@ -254,8 +303,13 @@ func BenchmarkCopy(b *testing.B) {
 	b.SetBytes(4 * wire.NumValues)
 	b.ResetTimer()
 	defer reportCPU(b, 4*wire.NumValues, cpuTime())
-	for i := 0; i < b.N; i++ {
-		copy(dst[:], frames[i%len(frames)][42+wire.HeaderLen:])
+	next := 0
+	for range b.N {
+		if next == len(frames) {
+			next = 0
+		}
+		copy(dst[:], frames[next][42+wire.HeaderLen:])
+		next++
 	}
 }
 

@@ -15,12 +15,12 @@ import (
 // Server is a parameter server for several jobs. Handle and Serve may be called from one goroutine
 // while others add or remove jobs and read counters.
 type Server struct {
-	mu    sync.Mutex
-	jobs  map[uint16]*job
-	byID  [wire.MaxJobs]*job // jobs, indexed for the per-packet lookup
-	g     Global
-	r     resulter
-	frame wire.Frame // decoding scratch
+	mu     sync.Mutex
+	jobs   map[uint16]*job
+	byID   [wire.MaxJobs]*job // jobs, indexed for the per-packet lookup
+	g      Global
+	r      resulter
+	header wire.Header // decoding scratch
 }
 
 // New returns a server for cfg's jobs.
@@ -36,7 +36,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{jobs: map[uint16]*job{}}
 	s.r.tmpl = wire.Frame{
-		Addr: wire.Addr{SrcMAC: cfg.MAC, DstMAC: cfg.ResultMAC, SrcIP: cfg.IP, DstIP: cfg.ResultIP},
+		// 4-byte IPs: the encoder takes them as they are, with no IPv4-in-IPv6 test per result.
+		Addr: wire.Addr{SrcMAC: cfg.MAC, DstMAC: cfg.ResultMAC, SrcIP: cfg.IP.To4(), DstIP: cfg.ResultIP.To4()},
 		TTL:  64, SrcPort: wire.UDPPort,
 	}
 	for _, jc := range cfg.Jobs {
@@ -79,10 +80,15 @@ func (s *Server) RemoveJob(id uint16) bool {
 // returns: result buffers are recycled.
 func (s *Server) Handle(frame []byte, emit func([]byte)) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.handle(frame, emit)
+	s.mu.Unlock()
+}
+
+// handle is Handle under s.mu.
+func (s *Server) handle(frame []byte, emit func([]byte)) {
 	s.g.Frames++
-	f := &s.frame
-	values, err := f.UnmarshalView(frame)
+	h := &s.header
+	values, err := h.UnmarshalFrameView(frame)
 	if err != nil {
 		if errors.Is(err, wire.ErrNotINA) {
 			s.g.NotINA++
@@ -91,25 +97,25 @@ func (s *Server) Handle(frame []byte, emit func([]byte)) {
 		}
 		return
 	}
-	if f.INA.Type != wire.TypeData {
+	if h.Type != wire.TypeData {
 		s.g.NotData++
 		return
 	}
 	var j *job
-	if int(f.INA.Job) < len(s.byID) {
-		j = s.byID[f.INA.Job]
+	if int(h.Job) < len(s.byID) {
+		j = s.byID[h.Job]
 	}
 	if j == nil {
 		s.g.UnknownJob++
 		return
 	}
 	s.r.out = emit
-	j.handle(&f.INA, (*packed)(values), &s.r)
+	j.handle(h, (*packed)(values), &s.r)
 }
 
 // Serve receives frames on t and sends results back on t until ctx is done or t fails. On a
 // transport with rings (transport.BatchReceiver and transport.Batcher) frames are merged in place
-// from the receive ring, and the results of a batch leave in one send.
+// from the receive ring, under one lock per batch, and the results of a batch leave in one send.
 func (s *Server) Serve(ctx context.Context, t transport.Transport) error {
 	send := t.Send
 	batch, _ := t.(transport.Batcher)
@@ -118,10 +124,19 @@ func (s *Server) Serve(ctx context.Context, t transport.Transport) error {
 	}
 	emit := func(b []byte) {
 		if err := send(b); err != nil {
-			s.g.SendErrors++ // under s.mu: emit runs inside Handle
+			s.g.SendErrors++ // under s.mu: emit runs inside handle
 		}
 	}
-	handle := func(f []byte) { s.Handle(f, emit) }
+	// RecvBatch waits only before the first frame of a batch, so holding s.mu from that frame to
+	// the end of the batch never holds it while waiting.
+	locked := false
+	handle := func(f []byte) {
+		if !locked {
+			s.mu.Lock()
+			locked = true
+		}
+		s.handle(f, emit)
+	}
 	br, _ := t.(transport.BatchReceiver)
 	buf := make([]byte, 2048)
 	for ctx.Err() == nil {
@@ -134,6 +149,10 @@ func (s *Server) Serve(ctx context.Context, t transport.Transport) error {
 			if n, err = t.Recv(buf, deadline); err == nil {
 				handle(buf[:n])
 			}
+		}
+		if locked {
+			s.mu.Unlock()
+			locked = false
 		}
 		if batch != nil {
 			if ferr := batch.Flush(); ferr != nil && err == nil {

@@ -17,15 +17,22 @@ func FuzzFrame(f *testing.F) {
 		var x, v Frame
 		err := x.Unmarshal(data)
 		vals, verr := v.UnmarshalView(data)
-		if (err == nil) != (verr == nil) || err != nil && err.Error() != verr.Error() {
-			t.Fatalf("Unmarshal: %v, UnmarshalView: %v", err, verr)
+		var h Header
+		hvals, herr := h.UnmarshalFrameView(data)
+		for _, e := range []error{verr, herr} {
+			if (err == nil) != (e == nil) || err != nil && err.Error() != e.Error() {
+				t.Fatalf("Unmarshal: %v, UnmarshalView: %v, UnmarshalFrameView: %v", err, verr, herr)
+			}
 		}
 		if err != nil {
 			return
 		}
-		v.INA.Values = x.INA.Values
+		v.INA.Values, h.Values = x.INA.Values, x.INA.Values
 		if !framesEqual(&x, &v) || !bytes.Equal(vals, data[42+HeaderLen:]) {
 			t.Fatal("UnmarshalView decoded differently from Unmarshal")
+		}
+		if h != x.INA || !bytes.Equal(hvals, data[42+HeaderLen:]) {
+			t.Fatal("UnmarshalFrameView decoded differently from Unmarshal")
 		}
 		enc := x.Marshal()
 		var y Frame

@@ -82,11 +82,8 @@ func (h *Header) Unmarshal(b []byte) error {
 
 // unmarshalFields checks the length and decodes everything but the values.
 func (h *Header) unmarshalFields(b []byte) error {
-	if len(b) < PayloadLen {
-		return fmt.Errorf("%w: INA payload is %d bytes, want %d", ErrShort, len(b), PayloadLen)
-	}
-	if len(b) > PayloadLen {
-		return fmt.Errorf("%w: INA payload is %d bytes, want %d", ErrTrailing, len(b), PayloadLen)
+	if len(b) != PayloadLen {
+		return payloadLenError(len(b))
 	}
 	h.Version = b[0] >> 4
 	h.Type = Type(b[0] & 0x0f)
@@ -99,7 +96,24 @@ func (h *Header) unmarshalFields(b []byte) error {
 	return nil
 }
 
+// The decoders' error paths are functions of their own, so that the checks on the per-packet path
+// stay small.
+
+func payloadLenError(n int) error {
+	if n < PayloadLen {
+		return fmt.Errorf("%w: INA payload is %d bytes, want %d", ErrShort, n, PayloadLen)
+	}
+	return fmt.Errorf("%w: INA payload is %d bytes, want %d", ErrTrailing, n, PayloadLen)
+}
+
 func (h *Header) check() error {
+	if h.Version == Version && (h.Type == TypeData || h.Type == TypeResult) {
+		return nil
+	}
+	return h.checkError()
+}
+
+func (h *Header) checkError() error {
 	if h.Version != Version {
 		return fmt.Errorf("%w: %d", ErrVersion, h.Version)
 	}
@@ -183,26 +197,54 @@ func (f *Frame) Marshal() []byte {
 // Unmarshal decodes an INA frame. Lengths are checked before anything else is read; the IPv4
 // checksum is not verified (switches recompute it). The MAC and IP slices alias b.
 func (f *Frame) Unmarshal(b []byte) error {
-	if err := f.unmarshalAddr(b); err != nil {
+	if err := checkFrame(b); err != nil {
 		return err
 	}
+	f.unmarshalAddr(b)
 	return f.INA.Unmarshal(b[42:])
 }
 
 // UnmarshalView is Unmarshal without copying the values: it checks and decodes everything else
 // (f.INA.Values is left as it was) and returns the K big-endian values, aliasing b.
 func (f *Frame) UnmarshalView(b []byte) (values []byte, err error) {
-	if err := f.unmarshalAddr(b); err != nil {
+	if err := checkFrame(b); err != nil {
 		return nil, err
 	}
-	if err := f.INA.unmarshalFields(b[42:]); err != nil {
-		return nil, err
-	}
-	return b[42+HeaderLen : FrameLen], f.INA.check()
+	f.unmarshalAddr(b)
+	return f.INA.unmarshalView(b)
 }
 
-// unmarshalAddr checks the lengths and decodes the frame up to the INA header.
-func (f *Frame) unmarshalAddr(b []byte) error {
+// UnmarshalFrameView is Frame.UnmarshalView for a receiver that needs only the INA header of a
+// frame (the parameter server): the same checks, h decoded (h.Values left as they were), and the
+// K big-endian values returned in place.
+func (h *Header) UnmarshalFrameView(b []byte) (values []byte, err error) {
+	if err := checkFrame(b); err != nil {
+		return nil, err
+	}
+	return h.unmarshalView(b)
+}
+
+// unmarshalView decodes the INA header of a checked frame b and returns its values, aliasing b.
+func (h *Header) unmarshalView(b []byte) ([]byte, error) {
+	if err := h.unmarshalFields(b[42:]); err != nil {
+		return nil, err
+	}
+	return b[42+HeaderLen : FrameLen], h.check()
+}
+
+// checkFrame checks the lengths and the frame up to the INA header.
+func checkFrame(b []byte) error {
+	// What frameError accepts, in one test.
+	if len(b) == FrameLen && binary.BigEndian.Uint16(b[12:]) == EtherTypeIPv4 && b[14] == 0x45 &&
+		b[14+9] == ProtoUDP && binary.BigEndian.Uint16(b[36:]) == UDPPort &&
+		binary.BigEndian.Uint16(b[16:]) == IPv4TotalLen && binary.BigEndian.Uint16(b[38:]) == UDPLen {
+		return nil
+	}
+	return frameError(b)
+}
+
+// frameError is checkFrame's checks one by one, in the order that names the error.
+func frameError(b []byte) error {
 	if len(b) < 42 {
 		return fmt.Errorf("%w: frame is %d bytes", ErrShort, len(b))
 	}
@@ -229,6 +271,11 @@ func (f *Frame) unmarshalAddr(b []byte) error {
 	if ul := binary.BigEndian.Uint16(b[38:]); ul != UDPLen {
 		return fmt.Errorf("%w: UDP length %d, want %d", ErrLength, ul, UDPLen)
 	}
+	return nil
+}
+
+// unmarshalAddr decodes a checked frame up to the INA header.
+func (f *Frame) unmarshalAddr(b []byte) {
 	f.DstMAC = net.HardwareAddr(b[0:6])
 	f.SrcMAC = net.HardwareAddr(b[6:12])
 	f.TOS = b[15]
@@ -237,7 +284,6 @@ func (f *Frame) unmarshalAddr(b []byte) error {
 	f.SrcIP = net.IP(b[26:30])
 	f.DstIP = net.IP(b[30:34])
 	f.SrcPort = binary.BigEndian.Uint16(b[34:])
-	return nil
 }
 
 // IPv4Checksum is the RFC 1071 checksum of an IPv4 header whose checksum field is zero.
