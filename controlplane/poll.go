@@ -78,15 +78,33 @@ func counterEntity(id uint32, index int64) *p4v1.Entity {
 	return &p4v1.Entity{Entity: &p4v1.Entity_CounterEntry{CounterEntry: ce}}
 }
 
-// readCounters reads ina_events whole and, for each job, its NUM_EVENTS cells of ina_job_events,
-// all in one ReadRequest.
+// readCounters reads ina_events whole and, for each job, its NUM_EVENTS cells of ina_job_events
+// (JobEventStride apart),
+// all in one ReadRequest. Where the P4Info has the TNA build's per-gress counters, they are read
+// in the same request and added in (egress's events to the same event, ina_job_evicted[job] to
+// the job's evicted).
 func readCounters(ctx context.Context, conn *Conn, s *Schema, jobs []int) (*Snapshot, error) {
-	global := s.Counter(CounterEvents).GetPreamble().GetId()
-	perJob := s.Counter(CounterJobEvents).GetPreamble().GetId()
-	q := []*p4v1.Entity{counterEntity(global, -1)}
+	id := func(name string) uint32 { return s.Counter(name).GetPreamble().GetId() } // 0 if absent
+	global, perJob := map[uint32]bool{id(CounterEvents): true}, map[uint32]bool{id(CounterJobEvents): true}
+	if eg := id(CounterEgressEvents); eg != 0 {
+		global[eg] = true
+	}
+	if eg := id(CounterJobEgressEvents); eg != 0 {
+		perJob[eg] = true
+	}
+	evicted, stride := id(CounterJobEvicted), s.JobEventStride()
+	var q []*p4v1.Entity
+	for g := range global {
+		q = append(q, counterEntity(g, -1))
+	}
 	for _, j := range jobs {
-		for e := range wire.NumEvents {
-			q = append(q, counterEntity(perJob, int64(wire.JobEventIndex(uint16(j), e))))
+		for pj := range perJob {
+			for e := range wire.NumEvents {
+				q = append(q, counterEntity(pj, int64(j)*stride+int64(e)))
+			}
+		}
+		if evicted != 0 {
+			q = append(q, counterEntity(evicted, int64(j)))
 		}
 	}
 	ents, err := conn.Read(ctx, q...)
@@ -99,16 +117,20 @@ func readCounters(ctx context.Context, conn *Conn, s *Schema, jobs []int) (*Snap
 	}
 	for _, e := range ents {
 		ce := e.GetCounterEntry()
-		idx := ce.GetIndex().GetIndex()
-		switch ce.GetCounterId() {
-		case global:
+		idx, n := ce.GetIndex().GetIndex(), uint64(ce.GetData().GetPacketCount())
+		switch cid := ce.GetCounterId(); {
+		case global[cid]:
 			if idx >= 0 && idx < int64(wire.NumEvents) {
-				snap.Events[wire.Event(idx).String()] = uint64(ce.GetData().GetPacketCount())
+				snap.Events[wire.Event(idx).String()] += n
 			}
-		case perJob:
-			j, ev := int(idx/int64(wire.NumEvents)), wire.Event(idx%int64(wire.NumEvents))
-			if m, ok := snap.JobEvents[j]; ok {
-				m[ev.String()] = uint64(ce.GetData().GetPacketCount())
+		case perJob[cid]:
+			j, ev := int(idx/stride), wire.Event(idx%stride)
+			if m, ok := snap.JobEvents[j]; ok && ev < wire.NumEvents {
+				m[ev.String()] += n
+			}
+		case cid == evicted && evicted != 0:
+			if m, ok := snap.JobEvents[int(idx)]; ok {
+				m[wire.EventEvicted.String()] += n
 			}
 		}
 	}

@@ -5,10 +5,14 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/inapack/inapack/p4src/wire"
 	p4config "github.com/p4lang/p4runtime/go/p4/config/v1"
 	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // Names of the P4 entities the controller uses (docs/protocol.md). P4Info entities are matched by
@@ -29,11 +33,20 @@ const (
 	CounterJobEvents  = "ina_job_events"
 	RegisterSlotJob   = "slot_job"
 	RegisterSlotCount = "slot_count"
+	// RegisterSlotTag is the TNA build's owner register: priority | held marker | job (bits
+	// 15..0), 0 while the slot is free; there slot_count keeps its value after a release.
+	RegisterSlotTag = "slot_tag"
+	// The TNA build counts per gress (p4src/README.md): egress counts ecn_marked in its own pair
+	// (same indices), and a victim's evicted goes to ina_job_evicted[job]. Where the P4Info has
+	// them, the controller adds them in, so a snapshot reads the same on every target.
+	CounterEgressEvents    = "ina_egress_events"
+	CounterJobEgressEvents = "ina_job_egress_events"
+	CounterJobEvicted      = "ina_job_evicted"
 )
 
-// slotRegisters are reset when a job's slots are cleared; slot_count = 0 is what frees a slot, the
-// others are reset so a later reader sees no trace of the old owner.
-var slotRegisters = []string{RegisterSlotCount, RegisterSlotJob, "slot_seq", "slot_priority", "slot_bitmap", "slot_state"}
+// slotRegisters are reset when a job's slots are cleared; slot_count = 0 (v1model) or slot_tag = 0
+// (TNA) is what frees a slot, the others are reset so a later reader sees no trace of the old owner.
+var slotRegisters = []string{RegisterSlotCount, RegisterSlotJob, RegisterSlotTag, "slot_seq", "slot_priority", "slot_bitmap", "slot_state"}
 
 // required lists, per table, its match fields and actions, and per action its parameters.
 var requiredTables = map[string][]string{
@@ -70,14 +83,50 @@ func ShortName(name string) string {
 	return name
 }
 
-// ParseP4Info parses P4Info text format, ignoring fields this p4runtime version does not know
-// (a current p4c emits some, e.g. initial_default_action).
-func ParseP4Info(text []byte) (*p4config.P4Info, error) {
+// ParseP4Info parses a P4Info in text format, ignoring fields this p4runtime version does not know
+// (a current p4c emits some, e.g. initial_default_action), or in binary format. bf-p4c's TNA
+// P4Info describes its counters and registers as externs whose info is a barefoot.* Any: text
+// cannot be parsed without those messages' definitions, while binary keeps them as opaque bytes
+// (and sends them to the switch unchanged), so a TNA switch is given ina.p4info.bin.
+func ParseP4Info(b []byte) (*p4config.P4Info, error) {
 	info := &p4config.P4Info{}
-	if err := (prototext.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(text, info); err != nil {
-		return nil, fmt.Errorf("parse P4Info: %w", err)
+	terr := (prototext.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(b, info)
+	if terr == nil {
+		return info, nil
 	}
-	return info, nil
+	info = &p4config.P4Info{}
+	if !utf8.Valid(b) && proto.Unmarshal(b, info) == nil {
+		return info, nil
+	}
+	return nil, fmt.Errorf("parse P4Info: %w (a bf-p4c TNA P4Info must be given in binary, ina.p4info.bin)", terr)
+}
+
+// Extern types of bf-p4c's TNA P4Info whose instances the controller uses as counters and
+// registers. Their info is a barefoot.Counter / barefoot.Register, whose field 2 is the size.
+const (
+	externCounter  = "Counter"
+	externRegister = "Register"
+)
+
+// externSize reads field 2 (size) of a barefoot.Counter or barefoot.Register.
+func externSize(a *anypb.Any) int64 {
+	b := a.GetValue()
+	for len(b) > 0 {
+		n, t, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return 0
+		}
+		b = b[l:]
+		if n == 2 && t == protowire.VarintType {
+			v, _ := protowire.ConsumeVarint(b)
+			return int64(v)
+		}
+		if l = protowire.ConsumeFieldValue(n, t, b); l < 0 {
+			return 0
+		}
+		b = b[l:]
+	}
+	return 0
 }
 
 // NewSchema indexes info and checks it has every table, field, action, parameter and counter the
@@ -116,6 +165,17 @@ func NewSchema(info *p4config.P4Info) (*Schema, error) {
 	for _, r := range info.GetRegisters() {
 		s.registers[ShortName(r.GetPreamble().GetName())] = r
 	}
+	for _, e := range info.GetExterns() {
+		for _, in := range e.GetInstances() {
+			n, size := ShortName(in.GetPreamble().GetName()), externSize(in.GetInfo())
+			switch e.GetExternTypeName() {
+			case externCounter:
+				s.counters[n] = &p4config.Counter{Preamble: in.GetPreamble(), Size: size}
+			case externRegister:
+				s.registers[n] = &p4config.Register{Preamble: in.GetPreamble(), Size: int32(size)}
+			}
+		}
+	}
 	for _, tn := range slices.Sorted(maps.Keys(requiredTables)) {
 		t, ok := s.tables[tn]
 		if !ok {
@@ -151,7 +211,7 @@ func NewSchema(info *p4config.P4Info) (*Schema, error) {
 	return s, nil
 }
 
-// SchemaFromText parses P4Info text and indexes it.
+// SchemaFromText parses a P4Info (text, or binary: ParseP4Info) and indexes it.
 func SchemaFromText(text []byte) (*Schema, error) {
 	info, err := ParseP4Info(text)
 	if err != nil {
@@ -192,6 +252,30 @@ func (s *Schema) Counter(n string) *p4config.Counter { return s.counters[n] }
 
 // Register returns the register with short name n, or nil.
 func (s *Schema) Register(n string) *p4config.Register { return s.registers[n] }
+
+// SlotOwner names the register that says which job holds a slot: slot_job (held while
+// slot_count != 0) or, on TNA, slot_tag; "" when the P4Info has neither, or lacks slot_count.
+func (s *Schema) SlotOwner() string {
+	if s.Register(RegisterSlotCount) == nil {
+		return ""
+	}
+	for _, n := range []string{RegisterSlotJob, RegisterSlotTag} {
+		if s.Register(n) != nil {
+			return n
+		}
+	}
+	return ""
+}
+
+// JobEventStride is the distance between two jobs' cells in ina_job_events: NUM_EVENTS on v1model
+// (job * NUM_EVENTS + event), 32 on TNA (job << 5 | event, a shift instead of a multiply). The
+// counter's size says which: MAX_JOBS strides.
+func (s *Schema) JobEventStride() int64 {
+	if st := s.Counter(CounterJobEvents).GetSize() / int64(wire.MaxJobs); st >= int64(wire.NumEvents) {
+		return st
+	}
+	return int64(wire.NumEvents)
+}
 
 // TableName returns the short name of the table with id, or "" if unknown.
 func (s *Schema) TableName(id uint32) string {

@@ -68,8 +68,9 @@ func (c *Controller) clearPending(ctx context.Context, st *switchState) {
 // slotAccess picks how registers are reached: P4Runtime everywhere except BMv2, whose P4Runtime
 // server does not implement registers; there the Thrift CLI is used.
 func (c *Controller) slotAccess(st *switchState, conn *Conn) (SlotAccess, error) {
-	if st.schema.Register(RegisterSlotJob) == nil {
-		return nil, fmt.Errorf("%w: P4Info has no register %q", ErrNoSlotAccess, RegisterSlotJob)
+	if st.schema.SlotOwner() == "" {
+		return nil, fmt.Errorf("%w: P4Info has no register %q (or %q) and %q", ErrNoSlotAccess,
+			RegisterSlotJob, RegisterSlotTag, RegisterSlotCount)
 	}
 	if st.sc.Target != TargetBMv2 {
 		return &p4rtSlots{conn: conn, schema: st.schema, batch: c.batch()}, nil

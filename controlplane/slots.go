@@ -62,17 +62,32 @@ func (p *p4rtSlots) readRegister(ctx context.Context, name string) ([]uint64, er
 	return out, nil
 }
 
-// readSlots reads slot_job and slot_count with read, the register reader of one access method.
-func readSlots(ctx context.Context, read func(context.Context, string) ([]uint64, error)) (jobs, counts []uint64, err error) {
-	if jobs, err = read(ctx, RegisterSlotJob); err != nil {
+// readSlots reads the owner register (slot_job, or TNA's slot_tag) and slot_count with read, the
+// register reader of one access method. A free TNA slot (tag 0) reads as count 0, as on v1model.
+func readSlots(ctx context.Context, s *Schema, read func(context.Context, string) ([]uint64, error)) (jobs, counts []uint64, err error) {
+	owner := s.SlotOwner()
+	if owner == "" {
+		return nil, nil, fmt.Errorf("%w: P4Info has no slot owner register", ErrNoSlotAccess)
+	}
+	if jobs, err = read(ctx, owner); err != nil {
 		return nil, nil, err
 	}
-	counts, err = read(ctx, RegisterSlotCount)
-	return jobs, counts, err
+	if counts, err = read(ctx, RegisterSlotCount); err != nil {
+		return nil, nil, err
+	}
+	if owner == RegisterSlotTag {
+		for i, tag := range jobs {
+			jobs[i] = tag & 0xFFFF
+			if tag == 0 && i < len(counts) {
+				counts[i] = 0
+			}
+		}
+	}
+	return jobs, counts, nil
 }
 
 func (p *p4rtSlots) ReadSlots(ctx context.Context) ([]uint64, []uint64, error) {
-	return readSlots(ctx, p.readRegister)
+	return readSlots(ctx, p.schema, p.readRegister)
 }
 
 func (p *p4rtSlots) ResetSlots(ctx context.Context, idx []int) error {
@@ -172,7 +187,7 @@ func parseRegisterRead(out, name string) ([]uint64, error) {
 }
 
 func (c *cliSlots) ReadSlots(ctx context.Context) ([]uint64, []uint64, error) {
-	return readSlots(ctx, c.readRegister)
+	return readSlots(ctx, c.schema, c.readRegister)
 }
 
 func (c *cliSlots) ResetSlots(ctx context.Context, idx []int) error {

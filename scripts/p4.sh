@@ -39,7 +39,7 @@ tna)
   # shellcheck disable=SC2086 # P4FLAGS is a list of flags
   bf-p4c --std p4-16 --arch "$arch" --target "$target" -I p4src -o "$out" ${P4FLAGS:-} \
     --bf-rt-schema "$out/bf-rt.json" \
-    --p4runtime-files "$out/ina.p4info.txtpb" p4src/tna/ina.p4
+    --p4runtime-files "$out/ina.p4info.txtpb,$out/ina.p4info.bin" p4src/tna/ina.p4
   # bf_switchd's .conf, written by the compiler's own tool (next to bf-p4c, or in $SDE_INSTALL/bin).
   gen=""
   for g in "$(command -v p4c-gen-bfrt-conf || true)" /opt/bf-p4c/bin/p4c-gen-bfrt-conf \
@@ -51,7 +51,7 @@ tna)
   else
     echo "p4.sh: p4c-gen-bfrt-conf not found: $out/ina.conf (bf_switchd --conf-file) not written" >&2
   fi
-  echo "built $out in $((SECONDS - start)) s: bf-rt.json, ina.p4info.txtpb, pipe/context.json, pipe/$target.bin, ina.conf"
+  echo "built $out in $((SECONDS - start)) s: bf-rt.json, ina.p4info.{txtpb,bin}, pipe/context.json, pipe/$target.bin, ina.conf"
   ;;
 *)
   echo "usage: $0 v1model | tna [tofino|tofino2]" >&2

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// INA switch, TNA build (Tofino 1, bf-p4c; does not fit 12 stages yet, see p4src/README.md).
+// INA switch, TNA build (Tofino 1 and 2, bf-p4c; resources in p4src/README.md).
 // This file only wires the controls of include/
 // together; the behaviour is docs/protocol.md, and p4src/README.md lists what differs from the
 // v1model build.
@@ -22,51 +22,100 @@
 #include "include/control/counters.p4"
 #include "include/control/ecn_marking.p4"
 
+// The bitmap decision ANDs and ORs slot_bitmap's 32-bit output with the worker bit in one action
+// (md.has_bit, hdr.ina.bitmap): whole 32-bit containers, so no operand is split across two.
+@pa_container_size("ingress", "md.has_bit", 32)
+@pa_container_size("ingress", "md.worker_bit", 32)
+@pa_container_size("ingress", "md.old_bitmap", 32)
+@pa_container_size("ingress", "hdr.ina.bitmap", 32)
 control Ingress(inout headers_t hdr, inout ig_meta_t md,
                 in ingress_intrinsic_metadata_t ig_intr_md,
                 in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
                 inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
                 inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
-    // slot_tag: taken on the decision pass (SlotDecision), released on the final lane pass
-    // (LanePass). The two passes are the two branches of one if, so bf-p4c sees their tables as
-    // exclusive and can stack the lanes into the stages the decision uses.
+    // slot_tag: taken or read on the decision pass, freed on a release pass, all by SlotTag's one
+    // table. slot_seq: SlotDecision's, and AtpRelease reads it. The decision and the lane passes
+    // are the two branches of one if, so bf-p4c sees their tables as exclusive and stacks the
+    // lanes into the stages the decision uses.
     Register<bit<32>, bit<32>>(NUM_SLOTS, 0) slot_tag;
+    Register<seq_t, bit<32>>(NUM_SLOTS, 0) slot_seq;
 
     Settings() settings;
     Validation() validation;
     PsLookup() ps_lookup;
     JobLookup() job_lookup;
-    SlotDecision(slot_tag) slot_decision;
-    LanePass(slot_tag) lane_pass;
+    SlotEntry() slot_entry;
+    SlotTag(slot_tag) slot_tag_access;
+    SlotDecision(slot_seq) slot_decision;
+    AtpRelease(slot_seq) atp_release;
+    LanePass() lane_pass;
     InaForwarding() ina_forwarding;
     Ipv4Forwarding() ipv4_forwarding;
-    JobEventBase() job_event_base;
     EventCounting() event_counting;
     EvictionCounting() eviction_counting;
 
     apply {
-        md.evicted = 0;
-        md.event = EVENT_NONE;
-        md.slot_index = (bit<32>)hdr.ina.slot;
-        settings.apply(md);
+        settings.apply(hdr, md);
         ps_lookup.apply(hdr, md);
-        job_event_base.apply(hdr.ina.job_id, md.ix); // the packet's own job, before any carry
-        if (md.first_pass == 0) {
+        if (md.first_pass == 0 && hdr.recirc.lane_op != LANE_NONE) {
             lane_pass.apply(hdr, md);
         } else {
-            validation.apply(hdr, md, ig_prsr_md);
-            if (md.is_ina == 1) {
+            // A decision pass, or the release pass that follows the lanes of a completed (ESA) or
+            // flushed chunk, or an ATP result's second pass: slot_tag is touched only here, by one
+            // table, so its stage is not tied to the lanes'.
+            if (md.first_pass == 0) {
+                if (hdr.recirc.release == 1) {
+                    md.tag_op = TAG_RELEASE;
+                }
+            } else if (md.is_ina == 1) {
+                // Validation, ina_ps and ina_job run side by side in the first stage; the
+                // outcome is decided from their results, so the slot's stateful stages start early.
+                validation.apply(hdr, md, ig_prsr_md);
                 job_lookup.apply(hdr, md, ig_intr_md);
+                // One if-else chain: bf-p4c sees the outcomes as exclusive and writes them at once.
+                if (md.event != EVENT_NONE) {
+                    // validation dropped it
+                } else if (md.ps_hit == 0) {
+                    md.event = EVENT_DROP_UNKNOWN_JOB;
+                } else if (hdr.ina.pkt_type == INA_TYPE_DATA && md.role == ROLE_WORKER) {
+                    md.job_known = 1;
+                    slot_entry.apply(hdr, md);
+                } else if (hdr.ina.pkt_type == INA_TYPE_DATA && md.role == ROLE_TRANSIT) {
+                    md.job_known = 1;
+                    md.event = EVENT_TRANSIT;
+                    hdr.recirc.egress_to = OUT_PS;
+                } else if (hdr.ina.pkt_type == INA_TYPE_RESULT && md.role == ROLE_RESULT) {
+                    md.job_known = 1;
+                    md.event = EVENT_RESULT;
+                    hdr.recirc.egress_to = OUT_MCAST;
+                    // ATP: the result frees its chunk's slot (a result's slot is only a hint:
+                    // out of range it frees nothing).
+                    if (md.release_on_result == 1 && md.slot_room != 0 &&
+                            hdr.ina.slot[15:10] == 0) {
+                        md.atp = 1;
+                        md.tag_op = TAG_LOOK;
+                    }
+                } else {
+                    md.job_known = 1;
+                    md.event = EVENT_DROP_BAD_PORT;
+                }
+            }
+            slot_tag_access.apply(hdr, md);
+            if (md.touch == 1) {
                 slot_decision.apply(hdr, md);
+            } else if (md.atp == 1) {
+                atp_release.apply(hdr, md);
             }
         }
-        if (md.is_ina == 1) {
-            ina_forwarding.apply(hdr, md, ig_intr_md, ig_dprsr_md, ig_tm_md);
-        } else {
+        if (md.is_ina == 0) {
             ipv4_forwarding.apply(hdr, md, ig_dprsr_md, ig_tm_md);
         }
+        // Counted before INA forwarding, which invalidates hdr.recirc on a packet's final pass.
         event_counting.apply(hdr, md);
         eviction_counting.apply(hdr, md);
+        if (md.is_ina == 1) {
+            ina_forwarding.apply(hdr, md, ig_dprsr_md, ig_tm_md);
+        }
     }
 }
 

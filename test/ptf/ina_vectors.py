@@ -113,7 +113,9 @@ class VectorTest(P4RuntimeTest):
             eg = self.read_counters("ina_egress_events", range(NUM_EVENTS))
             snap["global"] = {e: add(snap["global"][e], eg[e]) for e in range(NUM_EVENTS)}
         if self.jobs:
-            idx = [j * NUM_EVENTS + e for j in self.jobs for e in range(NUM_EVENTS)]
+            # A job's cells start at job * stride: NUM_EVENTS on v1model, 32 on TNA (a shift).
+            stride = self._get("counters", "ina_job_events").size // MAX_JOBS
+            idx = [j * stride + e for j in self.jobs for e in range(NUM_EVENTS)]
             per = self.read_counters("ina_job_events", idx)
             if self.has_counter("ina_job_egress_events"):
                 eg = self.read_counters("ina_job_egress_events", idx)
@@ -122,7 +124,7 @@ class VectorTest(P4RuntimeTest):
             if self.has_counter("ina_job_evicted"):
                 evicted = self.read_counters("ina_job_evicted", self.jobs)
             for j in self.jobs:
-                snap[str(j)] = {e: per[j * NUM_EVENTS + e] for e in range(NUM_EVENTS)}
+                snap[str(j)] = {e: per[j * stride + e] for e in range(NUM_EVENTS)}
                 if j in evicted:
                     snap[str(j)][EVENTS.index("evicted")] = add(snap[str(j)][EVENTS.index("evicted")], evicted[j])
         return snap

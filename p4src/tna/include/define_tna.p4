@@ -5,18 +5,21 @@
 
 // A Tofino 1 pipe has 12 MAU stages with 4 stateful ALUs each, shared by ingress and egress, and a
 // RegisterAction returns one 32-bit value, so the 64 values cannot be summed in one pass. A packet
-// that touches a slot takes 1 + TNA_PASSES passes: the decision pass (slot_tag, slot_seq,
-// slot_bitmap, slot_count), then lane passes 0 .. TNA_PASSES-1, each summing TNA_LANES values in
-// TNA_LANES lane registers (lane i of lane pass p holds value p * TNA_LANES + i at index
-// p * NUM_SLOTS + slot). 32 lanes x 2 passes does not place: the lanes, their clip checks and
-// slot_state after them, beside the decision's four dependent stateful stages, need more than 12.
+// that touches a slot takes 1 + TNA_PASSES passes (+1 to free the slot): the decision pass
+// (slot_tag, slot_seq, slot_bitmap, slot_count), then lane passes 0 .. TNA_PASSES-1, each summing
+// TNA_LANES values in TNA_LANES lane registers (lane i of lane pass p holds value
+// p * TNA_LANES + i at index p * NUM_SLOTS + slot). p4src/README.md has what this uses.
 #define TNA_LANES  16
 #define TNA_PASSES 4   // NUM_VALUES / TNA_LANES
 
-// Recirculation port of pipe 0 on Tofino 1 (68; 196/324/452 on pipes 1-3). A front-panel port in
-// loopback works too; set it with -DINA_RECIRC_PORT=<port>.
+// Recirculation port of pipe 0: 68 on Tofino 1 (196/324/452 on pipes 1-3), 6 on Tofino 2. A
+// front-panel port in loopback works too; set it with -DINA_RECIRC_PORT=<port>.
 #ifndef INA_RECIRC_PORT
+#if __TARGET_TOFINO__ == 2
+#define INA_RECIRC_PORT 6
+#else
 #define INA_RECIRC_PORT 68
+#endif
 #endif
 
 // slot_tag layout: bits 31..24 owner priority, bits 23..16 0x11 while held (the INA version and
@@ -26,13 +29,45 @@
 // no held tag has) set when it wrote this packet's tag.
 #define TAG_TOOK  0x800000
 
-// Stages of the decision's stateful ALUs (one each), so the lanes fill the stateful ALUs left over:
-// the tag's hash and the pass-1/2 checks leave stage 5 the first for slot_tag; has_bit is computed
-// in 8; the count answers the event in 9, its per-job counter index is added in 10, counted in 11.
-#define TNA_STAGE_TAG    5
-#define TNA_STAGE_SEQ    6
-#define TNA_STAGE_BITMAP 7
-#define TNA_STAGE_COUNT  9
+// Stages of the decision's stateful ALUs (one each; the lanes fill the stateful ALUs left over).
+// Stage 0 looks up ina_settings, ina_ps and ina_job beside validation; stages 1-2 gate on them and
+// build the tag and bound; then slot_tag, slot_seq, slot_bitmap, slot_count in turn. The event is
+// known after stage 6, its per-job counter index in 7, counted in 8.
+#define TNA_STAGE_TAG    3
+#define TNA_STAGE_SEQ    4
+#define TNA_STAGE_BITMAP 5
+#define TNA_STAGE_COUNT  6
+
+// Stages of the lanes' stateful ALUs (4 per stage): left to itself, bf-p4c fills the decision's
+// stages with lanes first and then cannot place the decision's registers. The lanes take what the
+// decision leaves in stages 1-5 (its lane index is hashed in 0); the clip check follows in 6 and
+// slot_state in 7.
+#define TNA_LANE_STAGE_0  1
+#define TNA_LANE_STAGE_1  1
+#define TNA_LANE_STAGE_2  1
+#define TNA_LANE_STAGE_3  1
+#define TNA_LANE_STAGE_4  2
+#define TNA_LANE_STAGE_5  2
+#define TNA_LANE_STAGE_6  2
+#define TNA_LANE_STAGE_7  2
+#define TNA_LANE_STAGE_8  3
+#define TNA_LANE_STAGE_9  3
+#define TNA_LANE_STAGE_10 3
+#define TNA_LANE_STAGE_11 4
+#define TNA_LANE_STAGE_12 4
+#define TNA_LANE_STAGE_13 4
+#define TNA_LANE_STAGE_14 5
+#define TNA_LANE_STAGE_15 5
+
+// The slot a packet touches, as a register index (JobLookup and SlotDecision checked slot < 1024
+// before any register is touched).
+#define SLOT_INDEX ((bit<32>)hdr.ina.slot[9:0])
+
+// What a pass asks of slot_tag (SlotTag).
+#define TAG_NONE    0
+#define TAG_TAKE    1 // a member's packet: take the slot if it is free or preemptible
+#define TAG_LOOK    2 // a RESEND, or an ATP result: read it
+#define TAG_RELEASE 3 // the release pass of a completed, flushed or ATP-released chunk: free it
 
 // What the value lanes do with a slot on a lane pass.
 #define LANE_NONE 0
@@ -48,7 +83,7 @@
 #define TNA_STATE_COMPLETE 0x80 // ATP: held complete until the result
 #define TNA_STATE_FLAGS    0x60
 
-// What slot_state does on the final lane pass.
+// What slot_state does on the last lane pass.
 #define STATE_NONE 0
 #define STATE_SET  1 // claim, takeover, preemption: state := bits; the old state leaves with the partial
 #define STATE_OR   2 // state |= bits (ECN, COMPLETE, OVERFLOW of a clipped add)
@@ -57,16 +92,19 @@
 #define INA_FOREACH_LANE(M) \
     M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
 
+// ina_job_events on TNA: a job's NUM_EVENTS cells start at job << 5 (counters.p4).
+#define TNA_EVENT_STRIDE    32
+#define TNA_JOB_EVENTS_SIZE 32768 // MAX_JOBS * TNA_EVENT_STRIDE
+
 #define INT32_MAX 0x7FFFFFFF
 #define INT32_MIN 0x80000000
 
-// The lane macros and the half-of-the-values headers are written for these numbers; the counter
-// index of a job's event is job * 22 without a multiplier (Tofino's ALUs shift and add).
+// The lane macros and the quarter-of-the-values headers are written for these numbers.
 #if NUM_SLOTS != 1024
 #error "TNA: the lane index is (pass, slot[9:0]); update it with NUM_SLOTS"
 #endif
-#if NUM_EVENTS != 22
-#error "TNA: JOB_EVENT_INDEX is written for NUM_EVENTS = 22"
+#if NUM_EVENTS > TNA_EVENT_STRIDE || MAX_JOBS != 1024
+#error "TNA: the per-job counter index is job[9:0] << 5 | event[4:0]"
 #endif
 #if NUM_VALUES != TNA_LANES * TNA_PASSES || TNA_LANES != 16
 #error "TNA: the lane macros and ina_quarter_t are written for 16 lanes x 4 passes"

@@ -21,7 +21,7 @@ header ina_bridge_t {
 // are laid out on container boundaries: bf-p4c packs a header into containers as it is laid out.
 header ina_recirc_t {
     bit<32> owner_tag;      // slot_tag as the decision pass read it (| TAG_TOOK if it took it)
-    bit<32> release_tag;    // with release: the slot_tag value the final pass clears
+    bit<32> release_tag;    // with release: the slot_tag value the release pass clears
     bit<16> mcast_group;    // an ATP result's group, for its second pass
     bit<8>  egress_to;      // OUT_*: where the packet goes after its final pass
     bit<8>  pass;           // the lane pass that follows: 0 .. TNA_PASSES-1
@@ -29,9 +29,11 @@ header ina_recirc_t {
     bit<8>  state_op;       // STATE_*
     bit<8>  state_bits;     // slot_state bits (TNA_STATE_*) this packet sets or ORs in
     bit<8>  clipped;        // 1: a lane add clipped on this or an earlier lane pass
+    bit<7>  pad_port;
+    PortId_t orig_port;     // the port the packet first came in on (a result's split horizon)
     bit<5>  pad;
-    bit<1>  merge_state;    // final pass: OR slot_state's ECN/OVERFLOW into the flags
-    bit<1>  release;        // final pass: clear slot_tag if it still holds release_tag
+    bit<1>  merge_state;    // last lane pass: OR slot_state's ECN/OVERFLOW into the flags
+    bit<1>  release;        // a release pass follows: clear slot_tag if it still holds release_tag
     bit<1>  carry_owner;    // lane pass 0: the packet takes owner_tag's job and priority
 }
 
@@ -39,7 +41,9 @@ header ina_recirc_t {
 // parser fills with quarter p on lane pass p; the quarters before it ride along in f1..f3 and
 // those after it in b1..b3, so the deparser (f1, f2, f3, lanes, b1, b2, b3; only the valid ones)
 // always emits the values in wire order. Before and after the lane passes, lanes holds quarter 0.
-#define INA_QUARTER_FIELD(i) value_t h##i;
+// The values as bit<32> (int32 bit patterns): the clip check's entries match INT32_MIN, and
+// bf-p4c takes no negative constants there; the lane registers add them as int<32>.
+#define INA_QUARTER_FIELD(i) bit<32> h##i;
 header ina_quarter_t {
     INA_FOREACH_LANE(INA_QUARTER_FIELD)
 }
@@ -61,16 +65,6 @@ struct headers_t {
     ina_quarter_t b3;       // quarter 3 on lane passes 0-2
 }
 
-// Steps of job * NUM_EVENTS + event (JobEventIndex).
-struct event_index_t {
-    bit<32> job;
-    bit<32> x16;
-    bit<32> x4;
-    bit<32> x2;
-    bit<32> base;   // job * NUM_EVENTS
-    bit<32> index;  // base + event
-}
-
 struct ig_meta_t {
     bit<1>      first_pass;   // hdr.recirc was not in the packet
     bit<1>      is_ina;
@@ -78,12 +72,15 @@ struct ig_meta_t {
     bit<32>     event;        // EVENT_*; 32 bits as it is added into the 32-bit counter index
     bit<1>      job_known;
     bit<1>      evicted;
+    bit<1>      touch;        // the packet touches its slot (steps 3-8)
+    bit<1>      atp;          // an ATP result whose slot SlotTag reads
+    bit<2>      tag_op;       // TAG_*
+    bit<32>     job_event;    // ina_job_events index: job << 5 | event
 
     // ina_settings
     bit<1>      preempt;
     bit<1>      release_on_result;
     bit<19>     ecn_threshold;
-    bit<16>     active_slots;
 
     // ina_ps
     bit<1>      ps_hit;
@@ -99,24 +96,19 @@ struct ig_meta_t {
 
     // slot state machine
     bit<16>     slot_room;    // active_slots - slot, saturated at 0
-    bit<32>     slot_index;
     bit<32>     lane_index;   // lane pass * NUM_SLOTS + slot
     bit<32>     swap_bound;   // slot_tag values below this are taken (free, or preemptible)
-    seq_t       old_seq;
-    bit<32>     seq_delta;    // packet seq - old seq (serial-number arithmetic)
+    bit<32>     seq_delta;    // old seq - packet seq, as slot_seq answers it
     bitmap_t    old_bitmap;
     bitmap_t    has_bit;      // old_bitmap & worker_bit
     bit<8>      state_flags;  // slot_state's ECN/OVERFLOW, as INA flag bits
-    bit<1>      ecn;          // the packet carries ECN
-    bit<1>      resend;       // the packet carries RESEND
 
-    event_index_t ix;
 }
 
 struct eg_meta_t {
     bit<32>       qdepth;
     bit<32>       ecn_gap;    // ecn_threshold - enq_qdepth
-    event_index_t ix;
+    bit<32>       job_event;  // ina_job_egress_events index: job << 5 | ecn_marked
 }
 
 #endif // INA_TNA_METADATA_P4

@@ -11,8 +11,20 @@ parser IngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t md,
     state start {
         pkt.extract(ig_intr_md);
         pkt.advance(PORT_METADATA_SIZE);
+        // Metadata starts here, not in tables: a table that initialises a field the first
+        // stages write would cost a stage of the decision pass.
         md.is_ina = 0;
         md.checksum_err = 0;
+        md.event = EVENT_NONE;
+        md.evicted = 0;
+        md.touch = 0;
+        md.atp = 0;
+        md.tag_op = TAG_NONE;
+        md.ps_hit = 0;
+        md.role = ROLE_NONE;
+        md.job_known = 0;
+        md.has_bit = 0;
+        md.state_flags = 0;
         transition select(ig_intr_md.ingress_port) {
             INA_RECIRC_PORT: parse_recirc;
             default: first_pass;
@@ -34,6 +46,8 @@ parser IngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t md,
         hdr.recirc.state_bits = 0;
         hdr.recirc.clipped = 0;
         hdr.recirc.pad = 0;
+        hdr.recirc.pad_port = 0;
+        hdr.recirc.orig_port = ig_intr_md.ingress_port;
         hdr.recirc.merge_state = 0;
         hdr.recirc.release = 0;
         hdr.recirc.carry_owner = 0;

@@ -5,11 +5,12 @@
 
 control EcnMarking(inout headers_t hdr, inout eg_meta_t md, in egress_intrinsic_metadata_t eg_intr_md) {
     Counter<bit<32>, bit<32>>(NUM_EVENTS, CounterType_t.PACKETS_AND_BYTES) ina_egress_events;
-    Counter<bit<32>, bit<32>>(JOB_EVENTS_SIZE, CounterType_t.PACKETS_AND_BYTES) ina_job_egress_events;
-    JobEventBase() job_event_base;
+    Counter<bit<32>, bit<32>>(TNA_JOB_EVENTS_SIZE, CounterType_t.PACKETS_AND_BYTES) ina_job_egress_events;
 
+    // job << 5 | ecn_marked, as EventCounting's index.
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) job_event_hash;
     action index_ecn() {
-        md.ix.index = md.ix.base + EVENT_ECN_MARKED;
+        md.job_event = job_event_hash.get({hdr.ina.job_id[9:0], (bit<5>)EVENT_ECN_MARKED});
     }
     @hidden table job_event_index {
         actions = { index_ecn; } default_action = index_ecn(); size = 1;
@@ -32,7 +33,6 @@ control EcnMarking(inout headers_t hdr, inout eg_meta_t md, in egress_intrinsic_
     }
 
     apply {
-        job_event_base.apply(hdr.ina.job_id, md.ix);
         queue_depth.apply();
         queue_gap.apply();
         if (hdr.bridge.ina_data == 1 && hdr.ina.isValid() &&
@@ -40,7 +40,7 @@ control EcnMarking(inout headers_t hdr, inout eg_meta_t md, in egress_intrinsic_
             hdr.ina.flags = hdr.ina.flags | FLAG_ECN;
             ina_egress_events.count(EVENT_ECN_MARKED);
             job_event_index.apply();
-            ina_job_egress_events.count((bit<32>)md.ix.index);
+            ina_job_egress_events.count(md.job_event);
         }
     }
 }

@@ -27,7 +27,6 @@ control Ipv4Forwarding(inout headers_t hdr, inout ig_meta_t md,
     }
 
     apply {
-        md.event = EVENT_NONE;
         if (!hdr.ipv4.isValid()) {
             ig_dprsr_md.drop_ctl = 1;
             if (hdr.ethernet.ether_type == ETHERTYPE_IPV4) {
@@ -44,7 +43,7 @@ control Ipv4Forwarding(inout headers_t hdr, inout ig_meta_t md,
             hdr.bridge.pad = 0;
             hdr.bridge.pad2 = 0;
             hdr.bridge.ingress_port = 0;
-                hdr.bridge.ina_data = 0;
+            hdr.bridge.ina_data = 0;
             hdr.bridge.ina_result = 0;
             hdr.bridge.ecn_threshold = 0;
         }

@@ -11,12 +11,12 @@
 // the packet).
 #define DECLARE_LANE(i) \
     Register<value_t, bit<32>>(NUM_SLOTS * TNA_PASSES, 0) slot_value_##i; \
-    RegisterAction<value_t, bit<32>, value_t>(slot_value_##i) lane_swap_##i = { \
-        void apply(inout value_t value, out value_t rv) { rv = value; value = hdr.lanes.h##i; } }; \
-    RegisterAction<value_t, bit<32>, value_t>(slot_value_##i) lane_add_##i = { \
-        void apply(inout value_t value, out value_t rv) { value = value |+| hdr.lanes.h##i; rv = value; } }; \
-    RegisterAction<value_t, bit<32>, value_t>(slot_value_##i) lane_load_##i = { \
-        void apply(inout value_t value, out value_t rv) { rv = value; } };
+    RegisterAction<value_t, bit<32>, bit<32>>(slot_value_##i) lane_swap_##i = { \
+        void apply(inout value_t value, out bit<32> rv) { rv = (bit<32>)value; value = (value_t)hdr.lanes.h##i; } }; \
+    RegisterAction<value_t, bit<32>, bit<32>>(slot_value_##i) lane_add_##i = { \
+        void apply(inout value_t value, out bit<32> rv) { value = value |+| (value_t)hdr.lanes.h##i; rv = (bit<32>)value; } }; \
+    RegisterAction<value_t, bit<32>, bit<32>>(slot_value_##i) lane_load_##i = { \
+        void apply(inout value_t value, out bit<32> rv) { rv = (bit<32>)value; } };
 
 // One table per lane, keyed on the lane operation: an action may drive only one stateful ALU
 // that writes the packet.
@@ -24,7 +24,7 @@
     action swap_##i() { hdr.lanes.h##i = lane_swap_##i.execute(md.lane_index); } \
     action add_##i() { hdr.lanes.h##i = lane_add_##i.execute(md.lane_index); } \
     action load_##i() { hdr.lanes.h##i = lane_load_##i.execute(md.lane_index); } \
-    table lane_##i { \
+    @stage(TNA_LANE_STAGE_##i) table lane_##i { \
         key = { hdr.recirc.lane_op: exact; } \
         actions = { swap_##i; add_##i; load_##i; @defaultonly NoAction; } \
         const entries = { LANE_SWAP: swap_##i(); LANE_ADD: add_##i(); LANE_LOAD: load_##i(); } \
@@ -35,25 +35,17 @@
 // After an add, a lane that returned INT32_MAX or INT32_MIN clipped: a stateful ALU returns one
 // value, so the wrapping sum cannot be compared as on BMv2. A sum that lands exactly on a bound is
 // flagged too; the PS then sums that chunk on its exact path, so no result is ever wrong. One
-// ternary table over all the lanes, so one stage writes hdr.recirc.clipped.
-#define CLIP_KEY(i) (bit<32>)hdr.lanes.h##i: ternary @name(INA_STR(h##i));
+// ternary table over all the lanes (64 bytes of key, within a stage's ternary crossbar), so one
+// stage writes hdr.recirc.clipped; it runs only after adds.
+#define CLIP_KEY(i) hdr.lanes.h##i: ternary @name(INA_STR(h##i));
 
 #define INA_STR(x) #x
+#define CLIP_MAX 32w0x7FFFFFFF
+#define CLIP_MIN 32w0x80000000
 #define APPLY_LANE(i) lane_##i.apply();
 
-// A lane pass (a recirculated packet). slot_tag is the Ingress's: SlotDecision takes it on the
-// decision pass, this releases it on the final pass.
-control LanePass(inout headers_t hdr, inout ig_meta_t md)(Register<bit<32>, bit<32>> slot_tag) {
-    // The release value is in hdr.recirc.release_tag, the input tag_acquire writes from (a
-    // stateful ALU has two PHV inputs).
-    RegisterAction<bit<32>, bit<32>, bit<32>>(slot_tag) tag_release = {
-        void apply(inout bit<32> value) {
-            if (value == hdr.recirc.release_tag) {
-                value = 0;
-            }
-        }
-    };
-
+// A lane pass (a recirculated packet).
+control LanePass(inout headers_t hdr, inout ig_meta_t md) {
     // Both answer the ECN/OVERFLOW flags the packet leaves with: the evicted owner's (set), or
     // the sum's after this packet (or), a clip included.
     Register<bit<8>, bit<32>>(NUM_SLOTS, 0) slot_state;
@@ -65,14 +57,42 @@ control LanePass(inout headers_t hdr, inout ig_meta_t md)(Register<bit<32>, bit<
     };
     RegisterAction<bit<8>, bit<32>, bit<8>>(slot_state) state_or = {
         void apply(inout bit<8> value, out bit<8> rv) {
-            if (hdr.recirc.clipped == 1) {
-                value = value | hdr.recirc.state_bits | TNA_STATE_OVERFLOW;
-            } else {
-                value = value | hdr.recirc.state_bits;
-            }
+            value = value | hdr.recirc.state_bits;
             rv = value & TNA_STATE_FLAGS;
         }
     };
+
+    // The flags a packet carrying a sum or an evicted partial leaves with take the state's
+    // ECN/OVERFLOW from the stateful ALU's output in the same action.
+    action set_state() {
+        md.state_flags = state_set.execute(SLOT_INDEX);
+    }
+    action set_state_merge() {
+        md.state_flags = state_set.execute(SLOT_INDEX);
+        hdr.ina.flags = hdr.ina.flags | (bit<16>)md.state_flags;
+    }
+    action or_state() {
+        md.state_flags = state_or.execute(SLOT_INDEX);
+    }
+    action or_state_merge() {
+        md.state_flags = state_or.execute(SLOT_INDEX);
+        hdr.ina.flags = hdr.ina.flags | (bit<16>)md.state_flags;
+    }
+    table slot_state_access {
+        key = {
+            hdr.recirc.state_op: exact;
+            hdr.recirc.merge_state: exact;
+        }
+        actions = { set_state; set_state_merge; or_state; or_state_merge; @defaultonly NoAction; }
+        const entries = {
+            (STATE_SET, 0): set_state();
+            (STATE_SET, 1): set_state_merge();
+            (STATE_OR, 0): or_state();
+            (STATE_OR, 1): or_state_merge();
+        }
+        default_action = NoAction();
+        size = 4;
+    }
 
     // The lane index (lane pass, slot) is a concatenation, which a hash builds in one step.
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) lane_hash;
@@ -80,8 +100,10 @@ control LanePass(inout headers_t hdr, inout ig_meta_t md)(Register<bit<32>, bit<
         md.lane_index = lane_hash.get({hdr.recirc.pass[1:0], hdr.ina.slot[9:0]});
     }
 
+    // A clip on any lane pass sets the OVERFLOW bit the last lane pass ORs into slot_state.
     action clip() {
         hdr.recirc.clipped = 1;
+        hdr.recirc.state_bits = hdr.recirc.state_bits | TNA_STATE_OVERFLOW;
     }
 
     INA_FOREACH_LANE(DECLARE_LANE)
@@ -89,70 +111,55 @@ control LanePass(inout headers_t hdr, inout ig_meta_t md)(Register<bit<32>, bit<
 
     table clip_check {
         key = {
-            hdr.recirc.lane_op: exact;
             INA_FOREACH_LANE(CLIP_KEY)
         }
         actions = { clip; @defaultonly NoAction; }
         // Lane i at a bound: two entries per lane (written out for TNA_LANES = 16).
         const entries = {
-            (LANE_ADD, INT32_MAX, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _): clip();
-            (LANE_ADD, INT32_MIN, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _): clip();
-            (LANE_ADD, _, INT32_MAX, _, _, _, _, _, _, _, _, _, _, _, _, _, _): clip();
-            (LANE_ADD, _, INT32_MIN, _, _, _, _, _, _, _, _, _, _, _, _, _, _): clip();
-            (LANE_ADD, _, _, INT32_MAX, _, _, _, _, _, _, _, _, _, _, _, _, _): clip();
-            (LANE_ADD, _, _, INT32_MIN, _, _, _, _, _, _, _, _, _, _, _, _, _): clip();
-            (LANE_ADD, _, _, _, INT32_MAX, _, _, _, _, _, _, _, _, _, _, _, _): clip();
-            (LANE_ADD, _, _, _, INT32_MIN, _, _, _, _, _, _, _, _, _, _, _, _): clip();
-            (LANE_ADD, _, _, _, _, INT32_MAX, _, _, _, _, _, _, _, _, _, _, _): clip();
-            (LANE_ADD, _, _, _, _, INT32_MIN, _, _, _, _, _, _, _, _, _, _, _): clip();
-            (LANE_ADD, _, _, _, _, _, INT32_MAX, _, _, _, _, _, _, _, _, _, _): clip();
-            (LANE_ADD, _, _, _, _, _, INT32_MIN, _, _, _, _, _, _, _, _, _, _): clip();
-            (LANE_ADD, _, _, _, _, _, _, INT32_MAX, _, _, _, _, _, _, _, _, _): clip();
-            (LANE_ADD, _, _, _, _, _, _, INT32_MIN, _, _, _, _, _, _, _, _, _): clip();
-            (LANE_ADD, _, _, _, _, _, _, _, INT32_MAX, _, _, _, _, _, _, _, _): clip();
-            (LANE_ADD, _, _, _, _, _, _, _, INT32_MIN, _, _, _, _, _, _, _, _): clip();
-            (LANE_ADD, _, _, _, _, _, _, _, _, INT32_MAX, _, _, _, _, _, _, _): clip();
-            (LANE_ADD, _, _, _, _, _, _, _, _, INT32_MIN, _, _, _, _, _, _, _): clip();
-            (LANE_ADD, _, _, _, _, _, _, _, _, _, INT32_MAX, _, _, _, _, _, _): clip();
-            (LANE_ADD, _, _, _, _, _, _, _, _, _, INT32_MIN, _, _, _, _, _, _): clip();
-            (LANE_ADD, _, _, _, _, _, _, _, _, _, _, INT32_MAX, _, _, _, _, _): clip();
-            (LANE_ADD, _, _, _, _, _, _, _, _, _, _, INT32_MIN, _, _, _, _, _): clip();
-            (LANE_ADD, _, _, _, _, _, _, _, _, _, _, _, INT32_MAX, _, _, _, _): clip();
-            (LANE_ADD, _, _, _, _, _, _, _, _, _, _, _, INT32_MIN, _, _, _, _): clip();
-            (LANE_ADD, _, _, _, _, _, _, _, _, _, _, _, _, INT32_MAX, _, _, _): clip();
-            (LANE_ADD, _, _, _, _, _, _, _, _, _, _, _, _, INT32_MIN, _, _, _): clip();
-            (LANE_ADD, _, _, _, _, _, _, _, _, _, _, _, _, _, INT32_MAX, _, _): clip();
-            (LANE_ADD, _, _, _, _, _, _, _, _, _, _, _, _, _, INT32_MIN, _, _): clip();
-            (LANE_ADD, _, _, _, _, _, _, _, _, _, _, _, _, _, _, INT32_MAX, _): clip();
-            (LANE_ADD, _, _, _, _, _, _, _, _, _, _, _, _, _, _, INT32_MIN, _): clip();
-            (LANE_ADD, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, INT32_MAX): clip();
-            (LANE_ADD, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, INT32_MIN): clip();
+            (CLIP_MAX, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _): clip();
+            (CLIP_MIN, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _): clip();
+            (_, CLIP_MAX, _, _, _, _, _, _, _, _, _, _, _, _, _, _): clip();
+            (_, CLIP_MIN, _, _, _, _, _, _, _, _, _, _, _, _, _, _): clip();
+            (_, _, CLIP_MAX, _, _, _, _, _, _, _, _, _, _, _, _, _): clip();
+            (_, _, CLIP_MIN, _, _, _, _, _, _, _, _, _, _, _, _, _): clip();
+            (_, _, _, CLIP_MAX, _, _, _, _, _, _, _, _, _, _, _, _): clip();
+            (_, _, _, CLIP_MIN, _, _, _, _, _, _, _, _, _, _, _, _): clip();
+            (_, _, _, _, CLIP_MAX, _, _, _, _, _, _, _, _, _, _, _): clip();
+            (_, _, _, _, CLIP_MIN, _, _, _, _, _, _, _, _, _, _, _): clip();
+            (_, _, _, _, _, CLIP_MAX, _, _, _, _, _, _, _, _, _, _): clip();
+            (_, _, _, _, _, CLIP_MIN, _, _, _, _, _, _, _, _, _, _): clip();
+            (_, _, _, _, _, _, CLIP_MAX, _, _, _, _, _, _, _, _, _): clip();
+            (_, _, _, _, _, _, CLIP_MIN, _, _, _, _, _, _, _, _, _): clip();
+            (_, _, _, _, _, _, _, CLIP_MAX, _, _, _, _, _, _, _, _): clip();
+            (_, _, _, _, _, _, _, CLIP_MIN, _, _, _, _, _, _, _, _): clip();
+            (_, _, _, _, _, _, _, _, CLIP_MAX, _, _, _, _, _, _, _): clip();
+            (_, _, _, _, _, _, _, _, CLIP_MIN, _, _, _, _, _, _, _): clip();
+            (_, _, _, _, _, _, _, _, _, CLIP_MAX, _, _, _, _, _, _): clip();
+            (_, _, _, _, _, _, _, _, _, CLIP_MIN, _, _, _, _, _, _): clip();
+            (_, _, _, _, _, _, _, _, _, _, CLIP_MAX, _, _, _, _, _): clip();
+            (_, _, _, _, _, _, _, _, _, _, CLIP_MIN, _, _, _, _, _): clip();
+            (_, _, _, _, _, _, _, _, _, _, _, CLIP_MAX, _, _, _, _): clip();
+            (_, _, _, _, _, _, _, _, _, _, _, CLIP_MIN, _, _, _, _): clip();
+            (_, _, _, _, _, _, _, _, _, _, _, _, CLIP_MAX, _, _, _): clip();
+            (_, _, _, _, _, _, _, _, _, _, _, _, CLIP_MIN, _, _, _): clip();
+            (_, _, _, _, _, _, _, _, _, _, _, _, _, CLIP_MAX, _, _): clip();
+            (_, _, _, _, _, _, _, _, _, _, _, _, _, CLIP_MIN, _, _): clip();
+            (_, _, _, _, _, _, _, _, _, _, _, _, _, _, CLIP_MAX, _): clip();
+            (_, _, _, _, _, _, _, _, _, _, _, _, _, _, CLIP_MIN, _): clip();
+            (_, _, _, _, _, _, _, _, _, _, _, _, _, _, _, CLIP_MAX): clip();
+            (_, _, _, _, _, _, _, _, _, _, _, _, _, _, _, CLIP_MIN): clip();
         }
         default_action = NoAction();
         size = 2 * TNA_LANES;
     }
 
-    action do_tag_release() {
-        tag_release.execute(md.slot_index);
-    }
-    // slot_tag's stage, as SlotDecision's tag tables (define_tna.p4).
-    @stage(TNA_STAGE_TAG) @hidden table tag_release_t {
-        actions = { do_tag_release; } default_action = do_tag_release(); size = 1;
-    }
-
     apply {
-        // The final pass frees the slot of a completed (ESA) or flushed chunk, or of an ATP chunk
-        // whose result passed (its second pass has no lanes).
-        if ((hdr.recirc.pass == TNA_PASSES - 1 || hdr.recirc.lane_op == LANE_NONE) &&
-                hdr.recirc.release == 1) {
-            tag_release_t.apply();
-        }
-        if (hdr.recirc.lane_op == LANE_NONE) {
-            return;
-        }
+        md.event = EVENT_OVERFLOW; // counted on the last lane pass if an add clipped (EventCounting)
         index_lane();
         INA_FOREACH_LANE(APPLY_LANE)
-        clip_check.apply();
+        if (hdr.recirc.lane_op == LANE_ADD) {
+            clip_check.apply();
+        }
         // Lane pass 0 of an evicted partial: the packet takes the owner's job and priority, in
         // time for the final pass's ina_ps lookup (after the lanes: it shares their container).
         if (hdr.recirc.pass == 0 && hdr.recirc.carry_owner == 1) {
@@ -160,16 +167,7 @@ control LanePass(inout headers_t hdr, inout ig_meta_t md)(Register<bit<32>, bit<
             hdr.ina.priority = hdr.recirc.owner_tag[31:24];
         }
         if (hdr.recirc.pass == TNA_PASSES - 1) {
-            // Final pass: the slot's state, and the flags the packet leaves with.
-            md.state_flags = 0;
-            if (hdr.recirc.state_op == STATE_SET) {
-                md.state_flags = state_set.execute(md.slot_index);
-            } else if (hdr.recirc.state_op == STATE_OR) {
-                md.state_flags = state_or.execute(md.slot_index);
-            }
-            if (hdr.recirc.merge_state == 1) {
-                hdr.ina.flags = hdr.ina.flags | (bit<16>)md.state_flags;
-            }
+            slot_state_access.apply(); // last lane pass: the slot's state, and the flags it leaves with
         }
     }
 }
@@ -179,5 +177,7 @@ control LanePass(inout headers_t hdr, inout ig_meta_t md)(Register<bit<32>, bit<
 #undef CLIP_KEY
 #undef APPLY_LANE
 #undef INA_STR
+#undef CLIP_MAX
+#undef CLIP_MIN
 
 #endif // INA_TNA_SLOT_VALUES_P4
