@@ -253,7 +253,9 @@ func (j *job) complete(h *wire.Header, cs *chunk, flags wire.Flags, out *packed,
 		old := j.fifo[j.head]
 		buf, _ = j.kept.del(old)
 		j.fifo[j.head] = q
-		j.head = (j.head + 1) % j.cfg.Horizon
+		if j.head++; j.head == j.cfg.Horizon {
+			j.head = 0
+		}
 		if !j.hasFloor || newer(old, j.floor) {
 			j.floor, j.hasFloor = old, true
 		}

@@ -104,3 +104,22 @@ func testLanes(t *testing.T, k kernels) {
 		}
 	}
 }
+
+// BenchmarkAddValues is one kernel's add over the values of mergeFrames, one frame per op.
+func BenchmarkAddValues(b *testing.B) {
+	frames := mergeFrames()
+	for _, k := range laneKernels {
+		b.Run(k.name, func(b *testing.B) {
+			var s sums
+			b.SetBytes(4 * wire.NumValues)
+			next := 0
+			for range b.N {
+				if next == len(frames) {
+					next = 0
+				}
+				k.add(&s, (*packed)(frames[next][42+wire.HeaderLen:]))
+				next++
+			}
+		})
+	}
+}
