@@ -19,10 +19,49 @@ type chunk struct {
 	mode     uint8
 	float    bool // BYPASS contributions are float32 bit patterns
 	floatSet bool
-	// sum holds int64 sums, or, for FLOAT contributions on the exact path, float64 bit patterns.
-	// A fresh fixed-point chunk's sum is stale until its first contribution, which assigns.
-	sum      [wire.NumValues]int64
+	// On the fixed-point path the sums are in sum32 until one leaves int32 (wide), then in sum; a
+	// fresh chunk's sums are stale until its first contribution, which assigns. On the exact path
+	// sum holds int64 sums, or, for FLOAT contributions, float64 bit patterns.
+	wide     bool
+	sum32    narrow
+	sum      sums
 	overflow []byte // the OVERFLOW result, resent to workers that missed it
+}
+
+// assign starts the fixed-point sums from v.
+func (cs *chunk) assign(v *packed) {
+	if cs.wide = !narrowLanes; cs.wide {
+		assignValues(&cs.sum, v)
+	} else {
+		assignNarrow(&cs.sum32, v)
+	}
+}
+
+// add adds v to the fixed-point sums, exactly: from the add that would take a sum out of int32 on,
+// in int64 lanes. The common case is one kernel call.
+func (cs *chunk) add(v *packed) {
+	if cs.wide || !addNarrow(&cs.sum32, v) {
+		cs.addWide(v)
+	}
+}
+
+// addWide is add in int64 lanes; the first time, it undoes addNarrow's add and widens the sums.
+func (cs *chunk) addWide(v *packed) {
+	if !cs.wide {
+		subNarrow(&cs.sum32, v)
+		widen(&cs.sum, &cs.sum32)
+		cs.wide = true
+	}
+	addValues(&cs.sum, v)
+}
+
+// encode writes the fixed-point sums into out and reports whether every one lies strictly inside
+// the int32 bounds.
+func (cs *chunk) encode(out *packed) bool {
+	if cs.wide {
+		return encodeSums(out, &cs.sum)
+	}
+	return encodeNarrow(out, &cs.sum32)
 }
 
 // job is the PS state of one job. Memory is bounded: at most Horizon incomplete chunks and Horizon
@@ -137,13 +176,13 @@ func (j *job) mergeFixed(cs *chunk, h *wire.Header, v *packed, r *resulter) {
 	switch {
 	case cs.bitmap == 0:
 		j.c.Merged++
-		assignValues(&cs.sum, v)
+		cs.assign(v)
 	case cs.bitmap&h.Bitmap == 0:
 		j.c.Merged++
-		addValues(&cs.sum, v)
+		cs.add(v)
 	case supersedes(h.Bitmap, cs.bitmap):
 		j.c.Replaced++
-		assignValues(&cs.sum, v)
+		cs.assign(v)
 	default:
 		j.c.Overlap++
 		return
@@ -153,7 +192,7 @@ func (j *job) mergeFixed(cs *chunk, h *wire.Header, v *packed, r *resulter) {
 	if cs.bitmap != j.mask {
 		return
 	}
-	if !encodeSums(&r.values, &cs.sum) {
+	if !cs.encode(&r.values) {
 		j.overflow(cs, h, r)
 		return
 	}
@@ -287,7 +326,7 @@ func (j *job) alloc() *chunk {
 // reset empties the chunk for reuse in mode. The exact path starts from zero sums; the
 // fixed-point path's first contribution assigns them, so they are not cleared here.
 func (cs *chunk) reset(mode uint8) {
-	cs.bitmap, cs.ecn, cs.mode, cs.float, cs.floatSet, cs.overflow = 0, false, mode, false, false, nil
+	cs.bitmap, cs.ecn, cs.mode, cs.float, cs.floatSet, cs.overflow, cs.wide = 0, false, mode, false, false, nil, false
 	if mode == modeBypass {
 		clear(cs.sum[:])
 	}

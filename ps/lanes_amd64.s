@@ -2,9 +2,9 @@
 
 #include "textflag.h"
 
-// The AVX2 merge kernels (lanes_amd64.go): 4 values per step, byte-swapped in 128-bit registers and
-// sign-extended to 4 int64 lanes of a 256-bit one; every offset is a constant, nothing comes from
-// the packet but values.
+// The AVX2 merge kernels (lanes.go says what each does): 8 int32 values per step, byte-swapped in
+// a 256-bit register, or 4 sign-extended to int64 lanes; every offset is a constant, nothing comes
+// from the packet but values.
 
 // bswap32 reverses the bytes of each 32-bit word.
 DATA bswap32<>+0x00(SB)/8, $0x0405060700010203
@@ -16,16 +16,44 @@ DATA pack32<>+0x00(SB)/8, $0x08090a0b00010203
 DATA pack32<>+0x08(SB)/8, $0x8080808080808080
 GLOBL pack32<>(SB), RODATA|NOPTR, $16
 
+// bounds32 are the int32 bounds, at which a narrow sum may be a clipped one.
+DATA bounds32<>+0x00(SB)/4, $0x7fffffff
+DATA bounds32<>+0x04(SB)/4, $0x80000000
+GLOBL bounds32<>(SB), RODATA|NOPTR, $8
+
 // inside is the range a fixed-point sum may take and still be told from a clipped one.
 DATA inside<>+0x00(SB)/8, $-2147483647
 DATA inside<>+0x08(SB)/8, $2147483646
 GLOBL inside<>(SB), RODATA|NOPTR, $16
 
-#define ASSIGN(k) \
-	VMOVDQU   (16*k)(SI), X0; \
-	VPSHUFB   X15, X0, X0; \
-	VPMOVSXDQ X0, Y0; \
-	VMOVDQU   Y0, (32*k)(DI)
+#define ASSIGN32(k) \
+	VMOVDQU (32*k)(SI), Y0; \
+	VPSHUFB Y15, Y0, Y0; \
+	VMOVDQU Y0, (32*k)(DI)
+
+// ADD32 adds 8 values to 8 int32 sums, wrapping, and ORs (a^r)&(x^r), whose sign bit is set where
+// a+x overflowed, into Y14.
+#define ADD32(k) \
+	VMOVDQU (32*k)(SI), Y0; \
+	VPSHUFB Y15, Y0, Y0; \
+	VMOVDQU (32*k)(DI), Y1; \
+	VPADDD  Y0, Y1, Y2; \
+	VPXOR   Y1, Y2, Y1; \
+	VPXOR   Y0, Y2, Y0; \
+	VPAND   Y0, Y1, Y1; \
+	VPOR    Y1, Y14, Y14; \
+	VMOVDQU Y2, (32*k)(DI)
+
+// ENCODE32 ORs the lanes of 8 int32 sums equal to a bound (Y12, Y13) into Y11 and writes the sums
+// big-endian.
+#define ENCODE32(k) \
+	VMOVDQU  (32*k)(SI), Y0; \
+	VPCMPEQD Y12, Y0, Y1; \
+	VPCMPEQD Y13, Y0, Y2; \
+	VPOR     Y1, Y11, Y11; \
+	VPOR     Y2, Y11, Y11; \
+	VPSHUFB  Y15, Y0, Y0; \
+	VMOVDQU  Y0, (32*k)(DI)
 
 #define ADD(k) \
 	VMOVDQU   (16*k)(SI), X0; \
@@ -45,13 +73,39 @@ GLOBL inside<>(SB), RODATA|NOPTR, $16
 	VPERMQ   $0x08, Y0, Y0; \
 	VMOVDQU  X0, (16*k)(DI)
 
-// func assignValuesAVX2(s *sums, v *packed)
-TEXT ·assignValuesAVX2(SB), NOSPLIT, $0-16
-	MOVQ    s+0(FP), DI
-	MOVQ    v+8(FP), SI
-	VMOVDQU bswap32<>(SB), X15
-	ASSIGN(0); ASSIGN(1); ASSIGN(2); ASSIGN(3); ASSIGN(4); ASSIGN(5); ASSIGN(6); ASSIGN(7)
-	ASSIGN(8); ASSIGN(9); ASSIGN(10); ASSIGN(11); ASSIGN(12); ASSIGN(13); ASSIGN(14); ASSIGN(15)
+// func assignNarrowAVX2(s *narrow, v *packed)
+TEXT ·assignNarrowAVX2(SB), NOSPLIT, $0-16
+	MOVQ           s+0(FP), DI
+	MOVQ           v+8(FP), SI
+	VBROADCASTI128 bswap32<>(SB), Y15
+	ASSIGN32(0); ASSIGN32(1); ASSIGN32(2); ASSIGN32(3); ASSIGN32(4); ASSIGN32(5); ASSIGN32(6); ASSIGN32(7)
+	VZEROUPPER
+	RET
+
+// func addNarrowAVX2(s *narrow, v *packed) bool
+TEXT ·addNarrowAVX2(SB), NOSPLIT, $0-17
+	MOVQ           s+0(FP), DI
+	MOVQ           v+8(FP), SI
+	VBROADCASTI128 bswap32<>(SB), Y15
+	VPXOR          Y14, Y14, Y14
+	ADD32(0); ADD32(1); ADD32(2); ADD32(3); ADD32(4); ADD32(5); ADD32(6); ADD32(7)
+	VMOVMSKPS      Y14, AX
+	TESTL          AX, AX
+	SETEQ          ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func encodeNarrowAVX2(out *packed, s *narrow) bool
+TEXT ·encodeNarrowAVX2(SB), NOSPLIT, $0-17
+	MOVQ           out+0(FP), DI
+	MOVQ           s+8(FP), SI
+	VBROADCASTI128 bswap32<>(SB), Y15
+	VPBROADCASTD   bounds32<>+0x00(SB), Y12
+	VPBROADCASTD   bounds32<>+0x04(SB), Y13
+	VPXOR          Y11, Y11, Y11
+	ENCODE32(0); ENCODE32(1); ENCODE32(2); ENCODE32(3); ENCODE32(4); ENCODE32(5); ENCODE32(6); ENCODE32(7)
+	VPTEST         Y11, Y11
+	SETEQ          ret+16(FP)
 	VZEROUPPER
 	RET
 

@@ -330,3 +330,23 @@ func TestSupersetReplaces(t *testing.T) {
 		t.Errorf("counters %v", c)
 	}
 }
+
+// A partial sum beyond int32 whose final sum fits is exact, with no detour through the exact
+// path: the int32 lanes move to int64 ones at the add that leaves int32, in any order.
+func TestPartialSumBeyondInt32(t *testing.T) {
+	s := newServer(t, JobConfig{Job: 1, Workers: 3, Window: 8})
+	vals := []int32{math.MaxInt32 - 1, 10, -20}
+	for q, order := range [][]int{{0, 1, 2}, {1, 0, 2}, {2, 0, 1}, {0, 2, 1}} {
+		var frames [][]byte
+		for _, w := range order {
+			frames = append(frames, data(1, uint32(q), 1<<w, 0, vals[w]))
+		}
+		out := feed(t, s, frames...)
+		if len(out) != 1 || out[0].Flags != 0 || out[0].Values[0] != math.MaxInt32-11 || out[0].Values[63] != math.MaxInt32-11 {
+			t.Fatalf("order %v: %v, want one result of %d", order, out, math.MaxInt32-11)
+		}
+	}
+	if c, _ := s.Counters(1); c.OverflowResults != 0 || c.Results != 4 {
+		t.Errorf("counters %v", c)
+	}
+}
