@@ -13,21 +13,27 @@ import (
 
 // TestTNAProgramCompiles compiles p4src/tna/ina.p4 for Tofino exactly as `make p4-tna` does, where
 // bf-p4c is installed, so a change that stops the TNA program compiling (or placing in the
-// pipeline's stages) fails here. It then checks the output is what the controller uses: the
-// device config loads, and every table, action, parameter, counter and register the controller
-// looks up by name resolves in the program's own P4Info.
+// pipeline's stages) fails here: the default 16 lanes x 4 passes, and 32 lanes x 2 passes
+// (-DTNA_LANES=32, which uses all 12 ingress stages). It then checks the output is what the
+// controller uses: the device config loads, and every table, action, parameter, counter and
+// register the controller looks up by name resolves in the program's own P4Info.
 func TestTNAProgramCompiles(t *testing.T) {
 	if _, err := exec.LookPath("bf-p4c"); err != nil {
 		t.Skip("SKIP: bf-p4c not on PATH (the Tofino compiler; ../shared/toolchains/install-bf-p4c.sh)")
 	}
+	t.Run("16x4", func(t *testing.T) { checkTNA(t, "") })
+	t.Run("32x2", func(t *testing.T) { checkTNA(t, "-DTNA_LANES=32") })
+}
+
+func checkTNA(t *testing.T, flags string) {
 	build := t.TempDir()
 	cmd := exec.Command("bash", filepath.Join("..", "..", "scripts", "p4.sh"), "tna", "tofino")
-	cmd.Env = append(os.Environ(), "BUILD="+build, "P4FLAGS=")
+	cmd.Env = append(os.Environ(), "BUILD="+build, "P4FLAGS="+flags)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("scripts/p4.sh tna: %v\n%s", err, out)
 	}
-	t.Logf("%s", strings.TrimSpace(string(out)))
+	t.Logf("%s", strings.TrimSpace(string(out[strings.LastIndex(string(out), "\nbuilt ")+1:])))
 	dir := filepath.Join(build, "tna")
 
 	tf, err := devconfig.LoadBfP4c(dir)

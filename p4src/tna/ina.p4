@@ -49,6 +49,7 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
     SlotDecision(slot_seq) slot_decision;
     AtpRelease(slot_seq) atp_release;
     LanePass() lane_pass;
+    SlotState() slot_state;
     InaForwarding() ina_forwarding;
     Ipv4Forwarding() ipv4_forwarding;
     EventCounting() event_counting;
@@ -106,9 +107,13 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
             } else if (md.atp == 1) {
                 atp_release.apply(hdr, md);
             }
+            if (md.is_ina == 0) {
+                ipv4_forwarding.apply(hdr, md, ig_dprsr_md, ig_tm_md);
+            }
         }
-        if (md.is_ina == 0) {
-            ipv4_forwarding.apply(hdr, md, ig_dprsr_md, ig_tm_md);
+        if (md.first_pass == 0 && hdr.recirc.lane_op != LANE_NONE &&
+                hdr.recirc.pass == TNA_PASSES - 1) {
+            slot_state.apply(hdr, md);
         }
         // Counted before INA forwarding, which invalidates hdr.recirc on a packet's final pass.
         event_counting.apply(hdr, md);

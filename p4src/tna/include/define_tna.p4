@@ -9,8 +9,17 @@
 // (slot_tag, slot_seq, slot_bitmap, slot_count), then lane passes 0 .. TNA_PASSES-1, each summing
 // TNA_LANES values in TNA_LANES lane registers (lane i of lane pass p holds value
 // p * TNA_LANES + i at index p * NUM_SLOTS + slot). p4src/README.md has what this uses.
-#define TNA_LANES  16
-#define TNA_PASSES 4   // NUM_VALUES / TNA_LANES
+// 16 lanes x 4 passes by default; -DTNA_LANES=32 builds 32 lanes x 2 passes.
+#ifndef TNA_LANES
+#define TNA_LANES 16
+#endif
+#if TNA_LANES == 32
+#define TNA_PASSES 2
+#define TNA_LAST_VALUES hdr.b1 // the header of the last values a first pass parses
+#else
+#define TNA_PASSES 4
+#define TNA_LAST_VALUES hdr.b3
+#endif
 
 // Recirculation port of pipe 0: 68 on Tofino 1 (196/324/452 on pipes 1-3), 6 on Tofino 2. A
 // front-panel port in loopback works too; set it with -DINA_RECIRC_PORT=<port>.
@@ -40,24 +49,19 @@
 
 // Stages of the lanes' stateful ALUs (4 per stage): left to itself, bf-p4c fills the decision's
 // stages with lanes first and then cannot place the decision's registers. The lanes take what the
-// decision leaves in stages 1-5 (its lane index is hashed in 0); the clip check follows in 6 and
-// slot_state in 7.
-#define TNA_LANE_STAGE_0  1
-#define TNA_LANE_STAGE_1  1
-#define TNA_LANE_STAGE_2  1
-#define TNA_LANE_STAGE_3  1
-#define TNA_LANE_STAGE_4  2
-#define TNA_LANE_STAGE_5  2
-#define TNA_LANE_STAGE_6  2
-#define TNA_LANE_STAGE_7  2
-#define TNA_LANE_STAGE_8  3
-#define TNA_LANE_STAGE_9  3
-#define TNA_LANE_STAGE_10 3
-#define TNA_LANE_STAGE_11 4
-#define TNA_LANE_STAGE_12 4
-#define TNA_LANE_STAGE_13 4
-#define TNA_LANE_STAGE_14 5
-#define TNA_LANE_STAGE_15 5
+// decision leaves from stage 1 on (the lane index is hashed in 0); the clip check of the last
+// lanes follows them, and slot_state that.
+#if TNA_LANES == 32
+#define TNA_LANE_STAGES(M) \
+    M(0, 1) M(1, 1) M(2, 1) M(3, 1) M(4, 2) M(5, 2) M(6, 2) M(7, 2) M(8, 3) M(9, 3) M(10, 3) \
+    M(11, 4) M(12, 4) M(13, 4) M(14, 5) M(15, 5) M(16, 5) M(17, 6) M(18, 6) M(19, 6) \
+    M(20, 7) M(21, 7) M(22, 7) M(23, 7) M(24, 8) M(25, 8) M(26, 8) M(27, 8) \
+    M(28, 9) M(29, 9) M(30, 9) M(31, 9)
+#else
+#define TNA_LANE_STAGES(M) \
+    M(0, 1) M(1, 1) M(2, 1) M(3, 1) M(4, 2) M(5, 2) M(6, 2) M(7, 2) M(8, 3) M(9, 3) M(10, 3) \
+    M(11, 4) M(12, 4) M(13, 4) M(14, 5) M(15, 5)
+#endif
 
 // The slot a packet touches, as a register index (JobLookup and SlotDecision checked slot < 1024
 // before any register is touched).
@@ -88,9 +92,17 @@
 #define STATE_SET  1 // claim, takeover, preemption: state := bits; the old state leaves with the partial
 #define STATE_OR   2 // state |= bits (ECN, COMPLETE, OVERFLOW of a clipped add)
 
-// INA_FOREACH_LANE(M) expands M(i) for i = 0 .. TNA_LANES-1.
-#define INA_FOREACH_LANE(M) \
+// INA_FOREACH_LANE(M) expands M(i) for i = 0 .. TNA_LANES-1; the clip check takes 16 lanes per
+// table (64 bytes, a stage's ternary crossbar), INA_FOREACH_CLIP_<n> the n-th 16.
+#define INA_FOREACH_CLIP_0(M) \
     M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
+#define INA_FOREACH_CLIP_1(M) \
+    M(16) M(17) M(18) M(19) M(20) M(21) M(22) M(23) M(24) M(25) M(26) M(27) M(28) M(29) M(30) M(31)
+#if TNA_LANES == 32
+#define INA_FOREACH_LANE(M) INA_FOREACH_CLIP_0(M) INA_FOREACH_CLIP_1(M)
+#else
+#define INA_FOREACH_LANE(M) INA_FOREACH_CLIP_0(M)
+#endif
 
 // ina_job_events on TNA: a job's NUM_EVENTS cells start at job << 5 (counters.p4).
 #define TNA_EVENT_STRIDE    32
@@ -99,15 +111,15 @@
 #define INT32_MAX 0x7FFFFFFF
 #define INT32_MIN 0x80000000
 
-// The lane macros and the quarter-of-the-values headers are written for these numbers.
+// The lane macros and the value headers are written for these numbers.
 #if NUM_SLOTS != 1024
 #error "TNA: the lane index is (pass, slot[9:0]); update it with NUM_SLOTS"
 #endif
 #if NUM_EVENTS > TNA_EVENT_STRIDE || MAX_JOBS != 1024
 #error "TNA: the per-job counter index is job[9:0] << 5 | event[4:0]"
 #endif
-#if NUM_VALUES != TNA_LANES * TNA_PASSES || TNA_LANES != 16
-#error "TNA: the lane macros and ina_quarter_t are written for 16 lanes x 4 passes"
+#if NUM_VALUES != TNA_LANES * TNA_PASSES || (TNA_LANES != 16 && TNA_LANES != 32)
+#error "TNA: the lane macros and ina_lanes_t are written for 16 lanes x 4 passes or 32 x 2"
 #endif
 
 #endif // INA_TNA_DEFINE_P4

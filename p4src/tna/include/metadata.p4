@@ -37,17 +37,16 @@ header ina_recirc_t {
     bit<1>  carry_owner;    // lane pass 0: the packet takes owner_tag's job and priority
 }
 
-// A quarter of the K values. The lane registers read and write the `lanes` instance, which the
-// parser fills with quarter p on lane pass p; the quarters before it ride along in f1..f3 and
-// those after it in b1..b3, so the deparser (f1, f2, f3, lanes, b1, b2, b3; only the valid ones)
-// always emits the values in wire order. Before and after the lane passes, lanes holds quarter 0.
-// The values as bit<32> (int32 bit patterns): the clip check's entries match INT32_MIN, and
-// bf-p4c takes no negative constants there; the lane registers add them as int<32>.
-#define INA_QUARTER_FIELD(i) bit<32> h##i;
-header ina_quarter_t {
-    INA_FOREACH_LANE(INA_QUARTER_FIELD)
+// The TNA_LANES values a lane pass sums (a quarter of the K values, or half with 32 lanes). The
+// lane registers read and write the `lanes` instance, which the parser fills with part p on lane
+// pass p; the parts before it ride along in f1.. and those after it in b1.., so the deparser (f*,
+// lanes, b*; only the valid ones) always emits the values in wire order. Before and after the
+// lane passes, lanes holds part 0.
+#define INA_LANE_FIELD(i) bit<32> h##i;
+header ina_lanes_t {
+    INA_FOREACH_LANE(INA_LANE_FIELD)
 }
-#undef INA_QUARTER_FIELD
+#undef INA_LANE_FIELD
 
 struct headers_t {
     ina_bridge_t  bridge;
@@ -56,13 +55,17 @@ struct headers_t {
     ipv4_t        ipv4;
     udp_t         udp;
     ina_t         ina;
-    ina_quarter_t f1;       // quarter 0 on lane passes 1-3
-    ina_quarter_t f2;       // quarter 1 on lane passes 2-3
-    ina_quarter_t f3;       // quarter 2 on lane pass 3
-    ina_quarter_t lanes;
-    ina_quarter_t b1;       // quarter 1 on lane pass 0 (and every other pass)
-    ina_quarter_t b2;       // quarter 2 on lane passes 0-1
-    ina_quarter_t b3;       // quarter 3 on lane passes 0-2
+    ina_lanes_t   f1;       // part 0 on lane passes 1..
+#if TNA_PASSES == 4
+    ina_lanes_t   f2;       // part 1 on lane passes 2-3
+    ina_lanes_t   f3;       // part 2 on lane pass 3
+#endif
+    ina_lanes_t   lanes;
+    ina_lanes_t   b1;       // part 1 on lane pass 0 (and every other pass)
+#if TNA_PASSES == 4
+    ina_lanes_t   b2;       // part 2 on lane passes 0-1
+    ina_lanes_t   b3;       // part 3 on lane passes 0-2
+#endif
 }
 
 struct ig_meta_t {
@@ -76,6 +79,7 @@ struct ig_meta_t {
     bit<1>      atp;          // an ATP result whose slot SlotTag reads
     bit<2>      tag_op;       // TAG_*
     bit<32>     job_event;    // ina_job_events index: job << 5 | event
+    job_id_t    own_job;      // the job id the packet came in with (lane pass 0 may carry another)
 
     // ina_settings
     bit<1>      preempt;

@@ -55,7 +55,7 @@ parser IngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t md,
     }
 
     // Only slot-touching INA packets come back from the recirculation port, in the layout that
-    // ingress validated on their first pass; the lane pass says which quarter the lanes take.
+    // ingress validated on their first pass; the lane pass says which part of the values the lanes take.
     state parse_recirc {
         md.first_pass = 0;
         pkt.extract(hdr.recirc);
@@ -64,11 +64,14 @@ parser IngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t md,
         pkt.extract(hdr.udp);
         pkt.extract(hdr.ina);
         md.is_ina = 1;
+        md.own_job = hdr.ina.job_id;
         transition select(hdr.recirc.pass) {
-            1: parse_quarter_1;
-            2: parse_quarter_2;
-            3: parse_quarter_3;
-            default: parse_quarter_0;
+            1: parse_part_1;
+#if TNA_PASSES == 4
+            2: parse_part_2;
+            3: parse_part_3;
+#endif
+            default: parse_part_0;
         }
     }
 
@@ -104,10 +107,12 @@ parser IngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t md,
     state parse_ina {
         md.is_ina = 1;
         pkt.extract(hdr.ina);
-        transition parse_quarter_0;
+        md.own_job = hdr.ina.job_id;
+        transition parse_part_0;
     }
 
-    state parse_quarter_0 {
+#if TNA_PASSES == 4
+    state parse_part_0 {
         pkt.extract(hdr.lanes);
         pkt.extract(hdr.b1);
         pkt.extract(hdr.b2);
@@ -115,7 +120,7 @@ parser IngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t md,
         transition accept;
     }
 
-    state parse_quarter_1 {
+    state parse_part_1 {
         pkt.extract(hdr.f1);
         pkt.extract(hdr.lanes);
         pkt.extract(hdr.b2);
@@ -123,7 +128,7 @@ parser IngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t md,
         transition accept;
     }
 
-    state parse_quarter_2 {
+    state parse_part_2 {
         pkt.extract(hdr.f1);
         pkt.extract(hdr.f2);
         pkt.extract(hdr.lanes);
@@ -131,13 +136,26 @@ parser IngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t md,
         transition accept;
     }
 
-    state parse_quarter_3 {
+    state parse_part_3 {
         pkt.extract(hdr.f1);
         pkt.extract(hdr.f2);
         pkt.extract(hdr.f3);
         pkt.extract(hdr.lanes);
         transition accept;
     }
+#else
+    state parse_part_0 {
+        pkt.extract(hdr.lanes);
+        pkt.extract(hdr.b1);
+        transition accept;
+    }
+
+    state parse_part_1 {
+        pkt.extract(hdr.f1);
+        pkt.extract(hdr.lanes);
+        transition accept;
+    }
+#endif
 }
 
 control IngressDeparser(packet_out pkt, inout headers_t hdr, in ig_meta_t md,
@@ -158,12 +176,16 @@ control IngressDeparser(packet_out pkt, inout headers_t hdr, in ig_meta_t md,
         pkt.emit(hdr.udp);
         pkt.emit(hdr.ina);
         pkt.emit(hdr.f1);
+#if TNA_PASSES == 4
         pkt.emit(hdr.f2);
         pkt.emit(hdr.f3);
+#endif
         pkt.emit(hdr.lanes);
         pkt.emit(hdr.b1);
+#if TNA_PASSES == 4
         pkt.emit(hdr.b2);
         pkt.emit(hdr.b3);
+#endif
     }
 }
 

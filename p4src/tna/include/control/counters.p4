@@ -16,7 +16,7 @@ control EventCounting(in headers_t hdr, inout ig_meta_t md) {
 
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) job_event_hash;
     action index_event() {
-        md.job_event = job_event_hash.get({hdr.ina.job_id[9:0], md.event[4:0]});
+        md.job_event = job_event_hash.get({md.own_job[9:0], md.event[4:0]});
     }
     @hidden table job_event_index {
         actions = { index_event; } default_action = index_event(); size = 1;

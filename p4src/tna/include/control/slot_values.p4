@@ -20,11 +20,11 @@
 
 // One table per lane, keyed on the lane operation: an action may drive only one stateful ALU
 // that writes the packet.
-#define LANE_TABLE(i) \
+#define LANE_TABLE(i, st) \
     action swap_##i() { hdr.lanes.h##i = lane_swap_##i.execute(md.lane_index); } \
     action add_##i() { hdr.lanes.h##i = lane_add_##i.execute(md.lane_index); } \
     action load_##i() { hdr.lanes.h##i = lane_load_##i.execute(md.lane_index); } \
-    @stage(TNA_LANE_STAGE_##i) table lane_##i { \
+    @stage(st) table lane_##i { \
         key = { hdr.recirc.lane_op: exact; } \
         actions = { swap_##i; add_##i; load_##i; @defaultonly NoAction; } \
         const entries = { LANE_SWAP: swap_##i(); LANE_ADD: add_##i(); LANE_LOAD: load_##i(); } \
@@ -40,12 +40,97 @@
 #define CLIP_KEY(i) hdr.lanes.h##i: ternary @name(INA_STR(h##i));
 
 #define INA_STR(x) #x
+// Lane i at a bound: two entries per lane, 16 lanes per table.
+#define CLIP_TABLE(name, FOREACH) \
+    table name { \
+        key = { FOREACH(CLIP_KEY) } \
+        actions = { clip; @defaultonly NoAction; } \
+        const entries = { \
+            (CLIP_MAX, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _): clip(); \
+            (CLIP_MIN, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _): clip(); \
+            (_, CLIP_MAX, _, _, _, _, _, _, _, _, _, _, _, _, _, _): clip(); \
+            (_, CLIP_MIN, _, _, _, _, _, _, _, _, _, _, _, _, _, _): clip(); \
+            (_, _, CLIP_MAX, _, _, _, _, _, _, _, _, _, _, _, _, _): clip(); \
+            (_, _, CLIP_MIN, _, _, _, _, _, _, _, _, _, _, _, _, _): clip(); \
+            (_, _, _, CLIP_MAX, _, _, _, _, _, _, _, _, _, _, _, _): clip(); \
+            (_, _, _, CLIP_MIN, _, _, _, _, _, _, _, _, _, _, _, _): clip(); \
+            (_, _, _, _, CLIP_MAX, _, _, _, _, _, _, _, _, _, _, _): clip(); \
+            (_, _, _, _, CLIP_MIN, _, _, _, _, _, _, _, _, _, _, _): clip(); \
+            (_, _, _, _, _, CLIP_MAX, _, _, _, _, _, _, _, _, _, _): clip(); \
+            (_, _, _, _, _, CLIP_MIN, _, _, _, _, _, _, _, _, _, _): clip(); \
+            (_, _, _, _, _, _, CLIP_MAX, _, _, _, _, _, _, _, _, _): clip(); \
+            (_, _, _, _, _, _, CLIP_MIN, _, _, _, _, _, _, _, _, _): clip(); \
+            (_, _, _, _, _, _, _, CLIP_MAX, _, _, _, _, _, _, _, _): clip(); \
+            (_, _, _, _, _, _, _, CLIP_MIN, _, _, _, _, _, _, _, _): clip(); \
+            (_, _, _, _, _, _, _, _, CLIP_MAX, _, _, _, _, _, _, _): clip(); \
+            (_, _, _, _, _, _, _, _, CLIP_MIN, _, _, _, _, _, _, _): clip(); \
+            (_, _, _, _, _, _, _, _, _, CLIP_MAX, _, _, _, _, _, _): clip(); \
+            (_, _, _, _, _, _, _, _, _, CLIP_MIN, _, _, _, _, _, _): clip(); \
+            (_, _, _, _, _, _, _, _, _, _, CLIP_MAX, _, _, _, _, _): clip(); \
+            (_, _, _, _, _, _, _, _, _, _, CLIP_MIN, _, _, _, _, _): clip(); \
+            (_, _, _, _, _, _, _, _, _, _, _, CLIP_MAX, _, _, _, _): clip(); \
+            (_, _, _, _, _, _, _, _, _, _, _, CLIP_MIN, _, _, _, _): clip(); \
+            (_, _, _, _, _, _, _, _, _, _, _, _, CLIP_MAX, _, _, _): clip(); \
+            (_, _, _, _, _, _, _, _, _, _, _, _, CLIP_MIN, _, _, _): clip(); \
+            (_, _, _, _, _, _, _, _, _, _, _, _, _, CLIP_MAX, _, _): clip(); \
+            (_, _, _, _, _, _, _, _, _, _, _, _, _, CLIP_MIN, _, _): clip(); \
+            (_, _, _, _, _, _, _, _, _, _, _, _, _, _, CLIP_MAX, _): clip(); \
+            (_, _, _, _, _, _, _, _, _, _, _, _, _, _, CLIP_MIN, _): clip(); \
+            (_, _, _, _, _, _, _, _, _, _, _, _, _, _, _, CLIP_MAX): clip(); \
+            (_, _, _, _, _, _, _, _, _, _, _, _, _, _, _, CLIP_MIN): clip(); \
+        } \
+        default_action = NoAction(); \
+        size = 32; \
+    }
 #define CLIP_MAX 32w0x7FFFFFFF
 #define CLIP_MIN 32w0x80000000
 #define APPLY_LANE(i) lane_##i.apply();
 
 // A lane pass (a recirculated packet).
 control LanePass(inout headers_t hdr, inout ig_meta_t md) {
+    // The lane index (lane pass, slot) is a concatenation, which a hash builds in one step.
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) lane_hash;
+    action index_lane() {
+        md.lane_index = lane_hash.get({hdr.recirc.pass[1:0], hdr.ina.slot[9:0]});
+    }
+
+    // A clip on any lane pass sets the OVERFLOW bit the last lane pass ORs into slot_state.
+    action clip() {
+        hdr.recirc.clipped = 1;
+        hdr.recirc.state_bits = hdr.recirc.state_bits | TNA_STATE_OVERFLOW;
+    }
+
+    INA_FOREACH_LANE(DECLARE_LANE)
+    TNA_LANE_STAGES(LANE_TABLE)
+
+    CLIP_TABLE(clip_check, INA_FOREACH_CLIP_0)
+#if TNA_LANES == 32
+    CLIP_TABLE(clip_check_hi, INA_FOREACH_CLIP_1)
+#endif
+
+    apply {
+        md.event = EVENT_OVERFLOW; // counted on the last lane pass if an add clipped (EventCounting)
+        index_lane();
+        INA_FOREACH_LANE(APPLY_LANE)
+        if (hdr.recirc.lane_op == LANE_ADD) {
+            clip_check.apply();
+#if TNA_LANES == 32
+            clip_check_hi.apply();
+#endif
+        }
+        // Lane pass 0 of an evicted partial: the packet takes the owner's job and priority, in
+        // time for the final pass's ina_ps lookup (after the lanes: it shares their container).
+        if (hdr.recirc.pass == 0 && hdr.recirc.carry_owner == 1) {
+            hdr.ina.job_id = hdr.recirc.owner_tag[15:0];
+            hdr.ina.priority = hdr.recirc.owner_tag[31:24];
+        }
+    }
+}
+
+// slot_state on the last lane pass: the slot's state, and the flags the packet leaves with. Applied
+// after the lane pass's if-else (bf-p4c places what follows an if-else after both branches), so it
+// shares its stage with the counters and forwarding.
+control SlotState(inout headers_t hdr, inout ig_meta_t md) {
     // Both answer the ECN/OVERFLOW flags the packet leaves with: the evicted owner's (set), or
     // the sum's after this packet (or), a clip included.
     Register<bit<8>, bit<32>>(NUM_SLOTS, 0) slot_state;
@@ -94,81 +179,8 @@ control LanePass(inout headers_t hdr, inout ig_meta_t md) {
         size = 4;
     }
 
-    // The lane index (lane pass, slot) is a concatenation, which a hash builds in one step.
-    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) lane_hash;
-    action index_lane() {
-        md.lane_index = lane_hash.get({hdr.recirc.pass[1:0], hdr.ina.slot[9:0]});
-    }
-
-    // A clip on any lane pass sets the OVERFLOW bit the last lane pass ORs into slot_state.
-    action clip() {
-        hdr.recirc.clipped = 1;
-        hdr.recirc.state_bits = hdr.recirc.state_bits | TNA_STATE_OVERFLOW;
-    }
-
-    INA_FOREACH_LANE(DECLARE_LANE)
-    INA_FOREACH_LANE(LANE_TABLE)
-
-    table clip_check {
-        key = {
-            INA_FOREACH_LANE(CLIP_KEY)
-        }
-        actions = { clip; @defaultonly NoAction; }
-        // Lane i at a bound: two entries per lane (written out for TNA_LANES = 16).
-        const entries = {
-            (CLIP_MAX, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _): clip();
-            (CLIP_MIN, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _): clip();
-            (_, CLIP_MAX, _, _, _, _, _, _, _, _, _, _, _, _, _, _): clip();
-            (_, CLIP_MIN, _, _, _, _, _, _, _, _, _, _, _, _, _, _): clip();
-            (_, _, CLIP_MAX, _, _, _, _, _, _, _, _, _, _, _, _, _): clip();
-            (_, _, CLIP_MIN, _, _, _, _, _, _, _, _, _, _, _, _, _): clip();
-            (_, _, _, CLIP_MAX, _, _, _, _, _, _, _, _, _, _, _, _): clip();
-            (_, _, _, CLIP_MIN, _, _, _, _, _, _, _, _, _, _, _, _): clip();
-            (_, _, _, _, CLIP_MAX, _, _, _, _, _, _, _, _, _, _, _): clip();
-            (_, _, _, _, CLIP_MIN, _, _, _, _, _, _, _, _, _, _, _): clip();
-            (_, _, _, _, _, CLIP_MAX, _, _, _, _, _, _, _, _, _, _): clip();
-            (_, _, _, _, _, CLIP_MIN, _, _, _, _, _, _, _, _, _, _): clip();
-            (_, _, _, _, _, _, CLIP_MAX, _, _, _, _, _, _, _, _, _): clip();
-            (_, _, _, _, _, _, CLIP_MIN, _, _, _, _, _, _, _, _, _): clip();
-            (_, _, _, _, _, _, _, CLIP_MAX, _, _, _, _, _, _, _, _): clip();
-            (_, _, _, _, _, _, _, CLIP_MIN, _, _, _, _, _, _, _, _): clip();
-            (_, _, _, _, _, _, _, _, CLIP_MAX, _, _, _, _, _, _, _): clip();
-            (_, _, _, _, _, _, _, _, CLIP_MIN, _, _, _, _, _, _, _): clip();
-            (_, _, _, _, _, _, _, _, _, CLIP_MAX, _, _, _, _, _, _): clip();
-            (_, _, _, _, _, _, _, _, _, CLIP_MIN, _, _, _, _, _, _): clip();
-            (_, _, _, _, _, _, _, _, _, _, CLIP_MAX, _, _, _, _, _): clip();
-            (_, _, _, _, _, _, _, _, _, _, CLIP_MIN, _, _, _, _, _): clip();
-            (_, _, _, _, _, _, _, _, _, _, _, CLIP_MAX, _, _, _, _): clip();
-            (_, _, _, _, _, _, _, _, _, _, _, CLIP_MIN, _, _, _, _): clip();
-            (_, _, _, _, _, _, _, _, _, _, _, _, CLIP_MAX, _, _, _): clip();
-            (_, _, _, _, _, _, _, _, _, _, _, _, CLIP_MIN, _, _, _): clip();
-            (_, _, _, _, _, _, _, _, _, _, _, _, _, CLIP_MAX, _, _): clip();
-            (_, _, _, _, _, _, _, _, _, _, _, _, _, CLIP_MIN, _, _): clip();
-            (_, _, _, _, _, _, _, _, _, _, _, _, _, _, CLIP_MAX, _): clip();
-            (_, _, _, _, _, _, _, _, _, _, _, _, _, _, CLIP_MIN, _): clip();
-            (_, _, _, _, _, _, _, _, _, _, _, _, _, _, _, CLIP_MAX): clip();
-            (_, _, _, _, _, _, _, _, _, _, _, _, _, _, _, CLIP_MIN): clip();
-        }
-        default_action = NoAction();
-        size = 2 * TNA_LANES;
-    }
-
     apply {
-        md.event = EVENT_OVERFLOW; // counted on the last lane pass if an add clipped (EventCounting)
-        index_lane();
-        INA_FOREACH_LANE(APPLY_LANE)
-        if (hdr.recirc.lane_op == LANE_ADD) {
-            clip_check.apply();
-        }
-        // Lane pass 0 of an evicted partial: the packet takes the owner's job and priority, in
-        // time for the final pass's ina_ps lookup (after the lanes: it shares their container).
-        if (hdr.recirc.pass == 0 && hdr.recirc.carry_owner == 1) {
-            hdr.ina.job_id = hdr.recirc.owner_tag[15:0];
-            hdr.ina.priority = hdr.recirc.owner_tag[31:24];
-        }
-        if (hdr.recirc.pass == TNA_PASSES - 1) {
-            slot_state_access.apply(); // last lane pass: the slot's state, and the flags it leaves with
-        }
+        slot_state_access.apply();
     }
 }
 
@@ -177,6 +189,7 @@ control LanePass(inout headers_t hdr, inout ig_meta_t md) {
 #undef CLIP_KEY
 #undef APPLY_LANE
 #undef INA_STR
+#undef CLIP_TABLE
 #undef CLIP_MAX
 #undef CLIP_MIN
 

@@ -24,7 +24,7 @@ control Validation(in headers_t hdr, inout ig_meta_t md,
     table validate {
         key = {
             ig_prsr_md.parser_err: ternary;
-            hdr.b3.isValid(): ternary;
+            TNA_LAST_VALUES.isValid(): ternary;
             md.checksum_err: ternary;
             hdr.ipv4.flags: ternary;
             hdr.ipv4.ihl: ternary;
