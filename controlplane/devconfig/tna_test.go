@@ -45,7 +45,10 @@ func checkTNA(t *testing.T, flags string) {
 			tf.PipelineName, tf.Profile, len(tf.Binary), len(tf.BfrtJSON))
 	}
 	if _, err := tf.PI(); err != nil {
-		t.Errorf("PI device config: %v", err)
+		t.Errorf("PI device config (bf_switchd): %v", err)
+	}
+	if _, err := tf.Stratum(); err != nil {
+		t.Errorf("Stratum device config: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "ina.conf")); err != nil {
 		t.Errorf("bf_switchd's conf: %v", err)
