@@ -13,6 +13,7 @@ type Stats struct {
 	Overflows      atomic.Uint64 // OVERFLOW results (chunk moved to the PS's exact path)
 	ECN            atomic.Uint64 // results carrying ECN
 	WindowCuts     atomic.Uint64 // multiplicative decreases (ECN or timeout)
+	TimerBackoffs  atomic.Uint64 // retransmission timer doublings (an expiry with no result since the chunk was sent)
 	RxErrors       atomic.Uint64 // frames received that are not INA results of this job
 }
 
@@ -22,6 +23,7 @@ type StatsSnapshot struct {
 	FastResent                   uint64
 	Results, ResultsIgnored      uint64
 	Overflows, ECN, WindowCuts   uint64
+	TimerBackoffs                uint64
 	RxErrors                     uint64
 	Window                       float64 // current congestion window in chunks
 }
@@ -32,7 +34,7 @@ func (w *Worker) Snapshot() StatsSnapshot {
 	return StatsSnapshot{
 		DataSent: s.DataSent.Load(), Resent: s.Resent.Load(), BypassSent: s.BypassSent.Load(), FastResent: s.FastResent.Load(),
 		Results: s.Results.Load(), ResultsIgnored: s.ResultsIgnored.Load(), Overflows: s.Overflows.Load(),
-		ECN: s.ECN.Load(), WindowCuts: s.WindowCuts.Load(), RxErrors: s.RxErrors.Load(),
+		ECN: s.ECN.Load(), WindowCuts: s.WindowCuts.Load(), TimerBackoffs: s.TimerBackoffs.Load(), RxErrors: s.RxErrors.Load(),
 		Window: float64(w.cwndMilli.Load()) / 1000,
 	}
 }
