@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"github.com/inapack/inapack/p4src/wire"
-	"github.com/inapack/inapack/ps"
 	"github.com/inapack/inapack/worker"
-	"github.com/inapack/inapack/worker/transport"
 )
 
 // AllReduceMany over a mix of int32 and float32 tensors of awkward sizes (empty, shorter than a
@@ -91,33 +89,11 @@ func TestAllReduceManyErrors(t *testing.T) {
 // not when its timer (5 s here) expires.
 func TestFastRetransmit(t *testing.T) {
 	const n = 2
-	srv, err := ps.New(ps.Config{MAC: psMAC, IP: psIP, Jobs: []ps.JobConfig{{Job: 1, Workers: n, Window: 16}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ends := make([]*transport.Mem, n)
-	psEnd := transport.NewMem(func(b []byte) error {
-		for _, e := range ends {
-			e.Deliver(b)
-		}
-		return nil
-	}, 1024)
 	var dropped atomic.Bool
-	for i := range ends {
-		ends[i] = transport.NewMem(func(b []byte) error {
-			var f wire.Frame
-			// Rank 0's first transmission of chunk 5 is lost.
-			if i == 0 && f.Unmarshal(b) == nil && f.INA.Seq == 5 && f.INA.Flags&wire.FlagResend == 0 && !dropped.Swap(true) {
-				return nil
-			}
-			psEnd.Deliver(b)
-			return nil
-		}, 1024)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(ctx, psEnd) }()
-	defer func() { cancel(); <-done }()
+	// Rank 0's first transmission of chunk 5 is lost.
+	ends := hubWith(t, n, links{toPS: func(rank int, f *wire.Frame) bool {
+		return !(rank == 0 && f.INA.Seq == 5 && f.INA.Flags&wire.FlagResend == 0 && !dropped.Swap(true))
+	}})
 	var wg sync.WaitGroup
 	stats := make([]worker.StatsSnapshot, n)
 	for r := range n {

@@ -2,15 +2,12 @@ package worker_test
 
 import (
 	"context"
-	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/inapack/inapack/p4src/wire"
-	"github.com/inapack/inapack/ps"
 	"github.com/inapack/inapack/worker"
-	"github.com/inapack/inapack/worker/transport"
 )
 
 // When the round trip jumps far above the timer (here results start arriving 60 ms late, the
@@ -18,12 +15,12 @@ import (
 // retransmission and the estimate catches up: a few timeouts, not several for every chunk.
 func TestTimerBacksOffWhenTheDelayJumps(t *testing.T) {
 	const n, chunks, slowFrom = 2, 96, 16
-	stats := runTimed(t, n, chunks, nil, func(f *wire.Frame) time.Duration {
+	stats := runTimed(t, n, chunks, links{fromPS: func(f *wire.Frame) time.Duration {
 		if f.INA.Seq >= slowFrom {
 			return 60 * time.Millisecond
 		}
 		return 0
-	})
+	}})
 	for r, s := range stats {
 		// Without the backoff every slow chunk was resent about twice (164 of 80 here), with it
 		// about a quarter are, while the estimate catches up.
@@ -44,7 +41,7 @@ func TestTimerDoesNotBackOffForALossAmidResults(t *testing.T) {
 	const n, chunks, lost = 2, 64, 5
 	var mu sync.Mutex
 	dropped := 0
-	stats := runTimed(t, n, chunks, func(rank int, f *wire.Frame) bool {
+	stats := runTimed(t, n, chunks, links{toPS: func(rank int, f *wire.Frame) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		if rank == 0 && f.INA.Seq == lost && dropped < 2 {
@@ -52,7 +49,7 @@ func TestTimerDoesNotBackOffForALossAmidResults(t *testing.T) {
 			return false
 		}
 		return true
-	}, nil)
+	}})
 	s := stats[0]
 	if s.Resent < 2 || s.FastResent < 1 || s.Resent == s.FastResent {
 		t.Fatalf("rank 0 resent %d (%d fast): want a fast retransmission and one by the timer", s.Resent, s.FastResent)
@@ -62,49 +59,16 @@ func TestTimerDoesNotBackOffForALossAmidResults(t *testing.T) {
 	}
 }
 
-// runTimed all-reduces chunks chunks with n workers against a PS on in-memory links: deliver
-// (nil: all) decides whether a worker's frame reaches the PS, delay (nil: none) delays the PS's
-// frames to every worker. It returns each rank's statistics.
-func runTimed(t *testing.T, n, chunks int, deliver func(rank int, f *wire.Frame) bool, delay func(f *wire.Frame) time.Duration) []worker.StatsSnapshot {
+// runTimed all-reduces chunks chunks with n workers (window 8, timer 10 ms) through hubWith's
+// links and returns each rank's statistics.
+func runTimed(t *testing.T, n, chunks int, l links) []worker.StatsSnapshot {
 	t.Helper()
-	srv, err := ps.New(ps.Config{MAC: psMAC, IP: psIP, Jobs: []ps.JobConfig{{Job: 1, Workers: n, Window: 16}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ends := make([]*transport.Mem, n)
-	psEnd := transport.NewMem(func(b []byte) error {
-		var d time.Duration
-		var f wire.Frame
-		if delay != nil && f.Unmarshal(b) == nil {
-			d = delay(&f)
-		}
-		b = append([]byte(nil), b...)
-		time.AfterFunc(d, func() {
-			for _, e := range ends {
-				e.Deliver(b)
-			}
-		})
-		return nil
-	}, 4096)
-	for i := range ends {
-		ends[i] = transport.NewMem(func(b []byte) error {
-			var f wire.Frame
-			if deliver == nil || f.Unmarshal(b) != nil || deliver(i, &f) {
-				psEnd.Deliver(b)
-			}
-			return nil
-		}, 4096)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(ctx, psEnd) }()
-	defer func() { cancel(); <-done }()
+	ends := hubWith(t, n, l)
 	var wg sync.WaitGroup
 	stats := make([]worker.StatsSnapshot, n)
 	for r := range n {
-		cfg := worker.Config{Job: 1, Rank: r, Workers: n, Window: 8, SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, byte(r)}, DstMAC: psMAC,
-			SrcIP: net.IPv4(10, 0, 1, byte(r+1)), DstIP: psIP, ProgressTimeout: 10 * time.Second,
-			RTO: 10 * time.Millisecond, MinRTO: 10 * time.Millisecond}
+		cfg := config(r, n)
+		cfg.Window, cfg.ProgressTimeout, cfg.RTO, cfg.MinRTO = 8, 10*time.Second, 10*time.Millisecond, 10*time.Millisecond
 		w, err := worker.New(cfg, ends[r])
 		if err != nil {
 			t.Fatal(err)

@@ -26,22 +26,48 @@ func config(rank, workers int) worker.Config {
 
 // hub connects workers straight to a PS, as a switch with INA disabled would: every data packet
 // reaches the PS alone, every result reaches every worker.
-func hub(t *testing.T, workers int) []*transport.Mem {
+func hub(t *testing.T, workers int) []*transport.Mem { return hubWith(t, workers, links{}) }
+
+// links are hub's faults: toPS (nil: none) decides whether rank's frame reaches the PS, fromPS
+// (nil: none) delays the PS's frames to every worker.
+type links struct {
+	toPS   func(rank int, f *wire.Frame) bool
+	fromPS func(f *wire.Frame) time.Duration
+}
+
+// hubWith is hub with faults on its links.
+func hubWith(t *testing.T, workers int, l links) []*transport.Mem {
 	t.Helper()
 	srv, err := ps.New(ps.Config{MAC: psMAC, IP: psIP, Jobs: []ps.JobConfig{{Job: 1, Workers: workers, Window: 16}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ends := make([]*transport.Mem, workers)
-	var psEnd *transport.Mem
-	psEnd = transport.NewMem(func(b []byte) error {
+	toAll := func(b []byte) {
 		for _, e := range ends {
 			e.Deliver(b)
+		}
+	}
+	psEnd := transport.NewMem(func(b []byte) error {
+		var f wire.Frame
+		if l.fromPS == nil || f.Unmarshal(b) != nil {
+			toAll(b)
+		} else if d := l.fromPS(&f); d == 0 {
+			toAll(b)
+		} else {
+			b = append([]byte(nil), b...)
+			time.AfterFunc(d, func() { toAll(b) })
 		}
 		return nil
 	}, 1024)
 	for i := range ends {
-		ends[i] = transport.NewMem(func(b []byte) error { psEnd.Deliver(b); return nil }, 1024)
+		ends[i] = transport.NewMem(func(b []byte) error {
+			var f wire.Frame
+			if l.toPS == nil || f.Unmarshal(b) != nil || l.toPS(i, &f) {
+				psEnd.Deliver(b)
+			}
+			return nil
+		}, 1024)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
