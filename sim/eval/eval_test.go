@@ -26,6 +26,12 @@ func small(t *testing.T, dir string, workers int) (*Report, string) {
 	cfg.Oversubs = []float64{1, 4}
 	cfg.Sizes, cfg.SizeRack, cfg.SizeJobs, cfg.SynthJobs = []int{8, 16}, 4, 30, 40
 	cfg.ImgDir, cfg.ImgLink, cfg.Workers = filepath.Join(dir, "img"), "img", workers
+	return evaluate(t, cfg)
+}
+
+// evaluate runs the evaluation and renders its report.
+func evaluate(t *testing.T, cfg Config) (*Report, string) {
+	t.Helper()
 	rep, err := Evaluate(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -99,15 +105,7 @@ func TestEvaluateDegenerateTrace(t *testing.T) {
 	cfg.Loads, cfg.Memories, cfg.GPUs, cfg.Oversubs = []float64{0.9}, []float64{64 << 10}, []int{2}, []float64{4}
 	cfg.Sizes, cfg.SizeRack, cfg.SizeJobs, cfg.SynthJobs = []int{8}, 4, 20, 20
 	cfg.ImgDir, cfg.ImgLink = filepath.Join(t.TempDir(), "img"), "img"
-	rep, err := Evaluate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	if err := rep.Markdown(&b); err != nil {
-		t.Fatal(err)
-	}
-	if md := b.String(); strings.Contains(md, "NaN") || !strings.Contains(md, "1 jobs larger than the cluster are left out") {
+	if _, md := evaluate(t, cfg); strings.Contains(md, "NaN") || !strings.Contains(md, "1 jobs larger than the cluster are left out") {
 		t.Errorf("report on a degenerate trace:\n%s", md)
 	}
 }
