@@ -350,12 +350,11 @@ func (w *Worker) retransmit(base uint32, lo, next int, win []inflight, cd codec,
 	}
 	if backoff {
 		// RFC 6298 5.5: back off the timer, and keep it backed off until a chunk completes
-		// without a retransmission (sampleRTT). A timer that expires because
-		// the path's delay jumped (a queue, a descheduled peer or switch) is most often not a
-		// loss; without the backoff every chunk in flight behind it expires in turn, each a
-		// spurious RESEND that the PS answers to every worker of the job, and the estimate,
-		// fed only by chunks that were not retransmitted (Karn), never catches up with the
-		// new delay. The chunks still in flight wait for the backed-off timer too.
+		// without a retransmission (sampleRTT). Without it, after a jump in delay (a queue, a
+		// descheduled peer or switch) every chunk in flight expires in turn, each a spurious
+		// RESEND that the PS answers to every worker of the job, and the estimate, fed only by
+		// chunks that were not retransmitted (Karn), never catches up with the new delay. The
+		// chunks still in flight wait for the backed-off timer too.
 		w.backoff, w.backedOff = min(w.backoff+1, maxBackoff), now
 		w.stats.TimerBackoffs.Add(1)
 		earliest = time.Time{}
