@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/inapack/inapack/p4src/wire"
-	"github.com/inapack/inapack/worker/transport"
+	"github.com/inapack/inapack/transport"
 )
 
 var (

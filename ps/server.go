@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/inapack/inapack/p4src/wire"
-	"github.com/inapack/inapack/worker/transport"
+	"github.com/inapack/inapack/transport"
 )
 
 // Server is a parameter server for several jobs. Handle and Serve may be called from one goroutine

@@ -7,7 +7,7 @@ import (
 
 	"github.com/inapack/inapack/p4src/wire"
 	"github.com/inapack/inapack/worker"
-	"github.com/inapack/inapack/worker/transport"
+	"github.com/inapack/inapack/transport"
 )
 
 // Frames that are not results of this call (garbage, other jobs, unknown seqs, data packets) are

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/inapack/inapack/p4src/wire"
-	"github.com/inapack/inapack/worker/transport"
+	"github.com/inapack/inapack/transport"
 )
 
 // K is the number of values per packet (one chunk).

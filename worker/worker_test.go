@@ -11,7 +11,7 @@ import (
 	"github.com/inapack/inapack/p4src/wire"
 	"github.com/inapack/inapack/ps"
 	"github.com/inapack/inapack/worker"
-	"github.com/inapack/inapack/worker/transport"
+	"github.com/inapack/inapack/transport"
 )
 
 var (

@@ -2,9 +2,13 @@
 // reference switch or BMv2, the controller): demo replays a short trace under NetPack and a
 // baseline and prints the JCTs beside the simulator's; validate compares measured job
 // throughput and JCT with the simulator's and the estimator's predictions. Both need root.
+// The experiments live in package experiment.
 package main
 
-import "github.com/inapack/inapack/internal/cli"
+import (
+	"github.com/inapack/inapack/experiment"
+	"github.com/inapack/inapack/internal/cli"
+)
 
 const usage = `ina-cluster: the scheduler on an emulated cluster (needs root)
 
@@ -16,7 +20,7 @@ const usage = `ina-cluster: the scheduler on an emulated cluster (needs root)
 
 func main() {
 	cli.Main("ina-cluster", usage, map[string]func([]string) error{
-		"demo":     cmdDemo,
-		"validate": cmdValidate,
+		"demo":     experiment.Demo,
+		"validate": experiment.Validate,
 	})
 }

@@ -22,7 +22,7 @@ import (
 
 	"github.com/inapack/inapack/p4src/wire"
 	"github.com/inapack/inapack/ps"
-	"github.com/inapack/inapack/worker/transport"
+	"github.com/inapack/inapack/transport"
 )
 
 type jobFlags []ps.JobConfig

@@ -21,7 +21,7 @@ import (
 	"github.com/inapack/inapack/internal/schedstat"
 	"github.com/inapack/inapack/p4src/wire"
 	"github.com/inapack/inapack/worker"
-	"github.com/inapack/inapack/worker/transport"
+	"github.com/inapack/inapack/transport"
 )
 
 func main() {

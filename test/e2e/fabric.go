@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/inapack/inapack/p4src/model"
-	"github.com/inapack/inapack/worker/transport"
+	"github.com/inapack/inapack/transport"
 )
 
 // Impairment is what a link does to frames, as probabilities per frame.

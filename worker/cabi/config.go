@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/inapack/inapack/worker"
-	"github.com/inapack/inapack/worker/transport"
+	"github.com/inapack/inapack/transport"
 )
 
 // defaultWindow is the job's slots when the config gives none: ina-worker's default.

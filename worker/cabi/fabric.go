@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/inapack/inapack/ps"
-	"github.com/inapack/inapack/worker/transport"
+	"github.com/inapack/inapack/transport"
 )
 
 // A local fabric is an in-process PS that the workers of this process reach through memory: data

@@ -1,4 +1,4 @@
-package main
+package experiment
 
 import (
 	"context"
@@ -88,7 +88,9 @@ var defaultGroups = []group{
 	{Name: "esa-64", Release: "esa", Preempt: true, Slots: 64},
 }
 
-func cmdValidate(args []string) error {
+// Validate is ina-cluster validate: job mixes on fixed placements, measured throughput and JCT
+// against the estimator's and the simulator's predictions.
+func Validate(args []string) error {
 	fs := flag.NewFlagSet("validate", flag.ExitOnError)
 	cf := addClusterFlags(fs, "build/validate")
 	fs.Lookup("topology").DefValue = "scheduler/examples/validate-topology.json"

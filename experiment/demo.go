@@ -1,4 +1,4 @@
-package main
+package experiment
 
 import (
 	"context"
@@ -46,7 +46,9 @@ func envOr(k, def string) string {
 	return def
 }
 
-func cmdDemo(args []string) error {
+// Demo is ina-cluster demo: the trace under each policy through the scheduler service on an
+// emulated cluster, measured JCTs beside the simulator's.
+func Demo(args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ExitOnError)
 	cf := addClusterFlags(fs, "build/cluster-demo")
 	tracePath := fs.String("trace", "scheduler/examples/demo-trace.json", "jobs with submit times (JSON)")

@@ -1,4 +1,4 @@
-package main
+package experiment
 
 // This file is the one contact of demo and validate with the simulator and the estimator.
 
