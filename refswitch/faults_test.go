@@ -1,9 +1,12 @@
 package refswitch
 
 import (
+	"encoding/binary"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/inapack/inapack/p4src/wire"
 )
 
 // runFaults passes n numbered packets through an injector and returns the numbers sent, in order.
@@ -90,5 +93,86 @@ func TestShaperPacesToRate(t *testing.T) {
 	want := time.Second - time.Duration(shaperBurst)*time.Microsecond
 	if slept < want-time.Millisecond || slept > want+time.Millisecond {
 		t.Fatalf("slept %v for 1 MB at 1 MB/s, want %v", slept, want)
+	}
+}
+
+// inaFrame is a well-formed INA data frame whose values are all i.
+func inaFrame(i int) []byte {
+	f := wire.Frame{Addr: wire.Addr{SrcMAC: make([]byte, 6), DstMAC: make([]byte, 6), SrcIP: []byte{10, 0, 0, 1}, DstIP: []byte{10, 0, 0, 2}}, TTL: 64}
+	f.INA = wire.Header{Version: wire.Version, Type: wire.TypeData, Job: 1, Seq: uint32(i), Bitmap: 1}
+	for k := range f.INA.Values {
+		f.INA.Values[k] = int32(i)
+	}
+	return f.Marshal()
+}
+
+func TestCorruptFlipsOneValueBit(t *testing.T) {
+	cfg := FaultConfig{Corrupt: 0.1, Seed: 9}
+	st := &portCounters{}
+	in := newInjector(cfg, 3, st)
+	var hits []int
+	for i := range 2000 {
+		want := inaFrame(i)
+		f := slices.Clone(want)
+		out, n := in.apply(f)
+		if n != 1 {
+			t.Fatalf("packet %d: %d out with only corruption on", i, n)
+		}
+		var diff []int
+		for b := range f {
+			for x := want[b] ^ out[0][b]; x != 0; x &= x - 1 {
+				diff = append(diff, b)
+			}
+		}
+		switch {
+		case len(diff) == 0:
+		case len(diff) == 1 && diff[0] >= valuesAt:
+			hits = append(hits, i)
+			var fr wire.Frame
+			if err := fr.Unmarshal(out[0]); err != nil {
+				t.Fatalf("packet %d no longer decodes: %v", i, err)
+			}
+			if wire.IPv4Checksum(out[0][14:34]) != 0 {
+				t.Fatalf("packet %d: IPv4 checksum broken by the corruption", i)
+			}
+		default:
+			t.Fatalf("packet %d: bits changed at bytes %v, want one bit among the values", i, diff)
+		}
+	}
+	if n := st.FaultCorrupted.Load(); n != uint64(len(hits)) || n < 150 || n > 250 {
+		t.Fatalf("%d corrupted, %d counted, of 2000 at 0.1", len(hits), n)
+	}
+	// The same seed corrupts the same packets; other frames are never touched.
+	in2 := newInjector(cfg, 3, &portCounters{})
+	var again []int
+	for i := range 2000 {
+		f := inaFrame(i)
+		in2.apply([]byte{1, 2, 3}) // not INA: draws nothing, changes nothing
+		if out, _ := in2.apply(f); !slices.Equal(out[0], inaFrame(i)) {
+			again = append(again, i)
+		}
+	}
+	if !slices.Equal(hits, again) {
+		t.Fatal("same seed, same INA frames: different corruptions")
+	}
+}
+
+func TestCorruptLeavesOtherFaultsAsTheyWere(t *testing.T) {
+	base := FaultConfig{Loss: 0.1, Dup: 0.05, Reorder: 0.05, Seed: 42}
+	withCorrupt := base
+	withCorrupt.Corrupt = 0.5
+	run := func(cfg FaultConfig) []uint32 {
+		in := newInjector(cfg, 1, &portCounters{})
+		var seqs []uint32
+		for i := range 3000 {
+			out, n := in.apply(inaFrame(i))
+			for _, f := range out[:n] {
+				seqs = append(seqs, binary.BigEndian.Uint32(f[valuesAt-8:]))
+			}
+		}
+		return seqs
+	}
+	if !slices.Equal(run(base), run(withCorrupt)) {
+		t.Fatal("turning corruption on changed which packets were lost, duplicated or reordered")
 	}
 }

@@ -11,11 +11,11 @@ import (
 
 // portCounters are the switch's own counters for one port (the model counts INA events).
 type portCounters struct {
-	RxPackets, RxBytes, RxErrors atomic.Uint64
-	TxPackets, TxBytes, TxErrors atomic.Uint64
-	TailDrops                    atomic.Uint64 // egress queue full
-	FaultLost, FaultDuplicated   atomic.Uint64
-	FaultReordered               atomic.Uint64
+	RxPackets, RxBytes, RxErrors   atomic.Uint64
+	TxPackets, TxBytes, TxErrors   atomic.Uint64
+	TailDrops                      atomic.Uint64 // egress queue full
+	FaultLost, FaultDuplicated     atomic.Uint64
+	FaultReordered, FaultCorrupted atomic.Uint64
 }
 
 // PortStats is a snapshot of one port's counters.
@@ -33,6 +33,8 @@ type PortStats struct {
 	FaultLost       uint64 `json:"fault_lost"`
 	FaultDuplicated uint64 `json:"fault_duplicated"`
 	FaultReordered  uint64 `json:"fault_reordered"`
+	// FaultCorrupted counts INA frames sent with one value bit flipped (--corrupt).
+	FaultCorrupted uint64 `json:"fault_corrupted"`
 	// KernelDrops counts frames the kernel dropped because the port's receive ring was full
 	// (PACKET_STATISTICS); RxTruncated frames larger than a ring slot; VLANTagged frames whose
 	// 802.1Q tag the kernel had stripped and the port put back (the model then drops them as
@@ -71,6 +73,7 @@ func (d *dataplane) stats() Stats {
 			TxPackets: c.TxPackets.Load(), TxBytes: c.TxBytes.Load(), TxErrors: c.TxErrors.Load(),
 			TailDrops: c.TailDrops.Load(), QueueDepth: int(p.q.depth.Load()),
 			FaultLost: c.FaultLost.Load(), FaultDuplicated: c.FaultDuplicated.Load(), FaultReordered: c.FaultReordered.Load(),
+			FaultCorrupted: c.FaultCorrupted.Load(),
 		})
 	}
 	sort.Slice(s.Ports, func(i, j int) bool { return s.Ports[i].Port < s.Ports[j].Port })

@@ -38,17 +38,17 @@ const (
 )
 
 type demo struct {
-	bin, dir, prefix, target         string
-	jobs                             jobList
-	size, iters, window, activeSlots int
-	ecnThreshold                     int
-	preempt                          bool
-	compute, timeout                 time.Duration
-	loss, dup, reorder, rate         float64
-	seed                             uint64
-	bmv2JSON, p4info, dtype          string
-	killJob, killAfter               int
-	exec                             execFlags
+	bin, dir, prefix, target          string
+	jobs                              jobList
+	size, iters, window, activeSlots  int
+	ecnThreshold                      int
+	preempt                           bool
+	compute, timeout                  time.Duration
+	loss, dup, reorder, corrupt, rate float64
+	seed                              uint64
+	bmv2JSON, p4info, dtype           string
+	killJob, killAfter                int
+	exec                              execFlags
 
 	grpcAddr, apiAddr, metricsAddr, thriftAddr string
 	ps                                         host
@@ -79,6 +79,7 @@ func main() {
 	flag.Float64Var(&d.loss, "loss", 0, "reference switch: egress loss probability")
 	flag.Float64Var(&d.dup, "dup", 0, "reference switch: egress duplication probability")
 	flag.Float64Var(&d.reorder, "reorder", 0, "reference switch: egress reordering probability")
+	flag.Float64Var(&d.corrupt, "corrupt", 0, "reference switch: probability per INA frame of one value bit flipped after the checksums")
 	flag.Float64Var(&d.rate, "rate", 0, "reference switch: every port's egress rate in Mbit/s (0: unlimited)")
 	flag.Uint64Var(&d.seed, "seed", 1, "seed of the tensors and of the switch's faults")
 	flag.DurationVar(&d.timeout, "timeout", 100*time.Second, "give up after this long")
@@ -213,8 +214,8 @@ func (d *demo) chooseSwitch() error {
 			return fmt.Errorf("refswitch not built (run make build): %w", err)
 		}
 	} else {
-		if d.loss+d.dup+d.reorder+d.rate > 0 {
-			return fmt.Errorf("-loss, -dup, -reorder and -rate need the reference switch")
+		if d.loss+d.dup+d.reorder+d.corrupt+d.rate > 0 {
+			return fmt.Errorf("-loss, -dup, -reorder, -corrupt and -rate need the reference switch")
 		}
 		for _, p := range []string{filepath.Join(filepath.Dir(d.bmv2JSON), "ina.p4info.txtpb"), filepath.Join(filepath.Dir(d.bmv2JSON), "ina.p4info.txt")} {
 			if _, err := os.Stat(p); err == nil {
@@ -288,6 +289,9 @@ func (d *demo) startSwitch(ctx context.Context) error {
 		}
 		if d.reorder > 0 {
 			argv = append(argv, "--reorder", fmt.Sprint(d.reorder))
+		}
+		if d.corrupt > 0 {
+			argv = append(argv, "--corrupt", fmt.Sprint(d.corrupt))
 		}
 	} else {
 		_, tport, _ := net.SplitHostPort(d.thriftAddr)

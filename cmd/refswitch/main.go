@@ -48,6 +48,7 @@ func run(args []string) error {
 	fs.Float64Var(&cfg.Faults.Loss, "loss", 0, "egress packet loss probability")
 	fs.Float64Var(&cfg.Faults.Dup, "dup", 0, "egress packet duplication probability")
 	fs.Float64Var(&cfg.Faults.Reorder, "reorder", 0, "egress reordering probability (a packet is sent after the next one)")
+	fs.Float64Var(&cfg.Faults.Corrupt, "corrupt", 0, "egress corruption probability per INA frame (one bit of one value flipped after the checksums)")
 	fs.Uint64Var(&cfg.Faults.Seed, "seed", 1, "seed of the fault injection (same seed and traffic, same faults)")
 	fs.IntVar(&cfg.QueueLen, "queue-len", refswitch.DefaultQueueLen, "egress queue bound per port, in packets (tail drop beyond)")
 	fs.StringVar(&cfg.StatsAddr, "stats-addr", "", "loopback address serving the switch's counters as JSON at /stats")
