@@ -1,0 +1,143 @@
+// Package kubetest starts a real Kubernetes control plane in the test's process: an embedded
+// etcd, kube-apiserver and kube-scheduler (with the NetPack plugin, or stock with an extender).
+// There is no controller-manager and no kubelet: the tests create Node objects themselves, and
+// kube/noderunner plays the kubelet's part for emulated hosts.
+package kubetest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	etcd3testing "k8s.io/apiserver/pkg/storage/etcd3/testing"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	apitesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+)
+
+// API is a kube-apiserver on an embedded etcd. The GenericWorkload gate is on and
+// scheduling.k8s.io/v1beta1 (PodGroups) is served; the ServiceAccount and TaintNodesByCondition
+// admission plugins are off (no controller-manager makes service accounts or clears the
+// not-ready taint of new Nodes).
+type API struct {
+	Config     *rest.Config
+	Client     kubernetes.Interface
+	Kubeconfig string // a kubeconfig file for Config, for components that read one
+	storage    *storagebackend.Config
+	stop       func()
+}
+
+// Flags are the API server's flags beyond the test server's defaults.
+var Flags = []string{
+	"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+	"--feature-gates=GenericWorkload=true",
+	"--runtime-config=scheduling.k8s.io/v1beta1=true",
+}
+
+// StartAPI starts etcd and the API server; both stop when the test ends.
+func StartAPI(t testing.TB) *API {
+	t.Helper()
+	_, sc := etcd3testing.NewUnsecuredEtcd3TestClientServer(t)
+	a := &API{storage: sc}
+	a.start(t)
+	t.Cleanup(func() { a.stop() })
+	return a
+}
+
+func (a *API) start(t testing.TB) {
+	t.Helper()
+	srv, err := apitesting.StartTestServer(t, apitesting.NewDefaultTestServerOptions(), Flags, a.storage)
+	if err != nil {
+		t.Fatalf("starting kube-apiserver: %v", err)
+	}
+	a.stop = srv.TearDownFn
+	a.Config = rest.CopyConfig(srv.ClientConfig)
+	a.Config.QPS, a.Config.Burst = 200, 400
+	a.Client = kubernetes.NewForConfigOrDie(a.Config)
+	a.Kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
+	if err := WriteKubeconfig(a.Config, a.Kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Restart stops the API server and starts another on the same etcd (a new port: clients made
+// from the old Config must be made again, as after a real API server's address change).
+func (a *API) Restart(t testing.TB) {
+	t.Helper()
+	a.stop()
+	a.start(t)
+}
+
+// WriteKubeconfig writes c as a kubeconfig file.
+func WriteKubeconfig(c *rest.Config, path string) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData,
+		InsecureSkipTLSVerify: c.Insecure, TLSServerName: c.ServerName}
+	kc.AuthInfos["test"] = &clientcmdapi.AuthInfo{Token: c.BearerToken, ClientCertificateData: c.CertData, ClientKeyData: c.KeyData}
+	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
+	kc.CurrentContext = "test"
+	return clientcmd.WriteToFile(*kc, path)
+}
+
+// SchedulerConfig is a KubeSchedulerConfiguration (YAML) for a scheduler on api: leader election
+// off, and profiles as given (the YAML list under "profiles:", indented by two spaces), extenders
+// likewise ("" for none).
+func SchedulerConfig(api *API, profiles, extenders string) string {
+	s := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: %q
+  qps: 200
+  burst: 400
+leaderElection:
+  leaderElect: false
+profiles:
+%s
+`, api.Kubeconfig, profiles)
+	if extenders != "" {
+		s += "extenders:\n" + extenders + "\n"
+	}
+	return s
+}
+
+// StartScheduler runs kube-scheduler in process with config (SchedulerConfig) and the given
+// out-of-tree plugins until ctx ends or the test does. The secure port is off.
+func StartScheduler(ctx context.Context, t testing.TB, config string, plugins ...app.Option) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "scheduler.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts := options.NewOptions()
+	opts.ConfigFile = path
+	opts.SecureServing.BindPort = 0
+	ctx, cancel := context.WithCancel(ctx)
+	cc, sched, err := app.Setup(ctx, opts, plugins...)
+	if err != nil {
+		cancel()
+		t.Fatalf("kube-scheduler setup: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx, cc, sched) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Log("kube-scheduler did not stop within 10s")
+		}
+	})
+	select {
+	case err := <-done:
+		t.Fatalf("kube-scheduler exited at once: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+}

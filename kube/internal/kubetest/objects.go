@@ -1,0 +1,194 @@
+package kubetest
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/inapack/inapack/controlplane/topology"
+	"github.com/inapack/inapack/kube/gang"
+)
+
+// NodesFromTopology are Node objects for the hosts of t that have GPUs: nvidia.com/gpu
+// allocatable, rack and switch labels from the switch each host is cabled to, the NIC from the
+// link's rate. unlabelled hosts get no rack label.
+func NodesFromTopology(t *topology.Topology, unlabelled ...string) ([]*v1.Node, error) {
+	var out []*v1.Node
+	for _, l := range t.Links {
+		for _, pair := range [][2]string{{l.A, l.B}, {l.B, l.A}} {
+			h, ok := t.Hosts[pair[0]]
+			if !ok || h.GPUs <= 0 {
+				continue
+			}
+			sw, port, err := t.ParseEndpoint(pair[1])
+			if err != nil {
+				return nil, err
+			}
+			labels := map[string]string{gang.RackLabel: sw, gang.SwitchLabel: sw, gang.SwitchPortLabel: strconv.Itoa(port)}
+			if slices.Contains(unlabelled, pair[0]) {
+				labels = nil
+			}
+			ann := map[string]string{}
+			if l.Mbps > 0 {
+				ann[gang.NICAnnotation] = strconv.FormatFloat(l.Mbps/1000, 'g', -1, 64)
+			}
+			out = append(out, Node(pair[0], h.GPUs, labels, ann))
+		}
+	}
+	slices.SortFunc(out, func(a, b *v1.Node) int { return cmpString(a.Name, b.Name) })
+	return out, nil
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Node is a ready node with gpus GPUs and room for many pods.
+func Node(name string, gpus int, labels, annotations map[string]string) *v1.Node {
+	rl := v1.ResourceList{
+		v1.ResourceCPU:    resource.MustParse("64"),
+		v1.ResourceMemory: resource.MustParse("256Gi"),
+		v1.ResourcePods:   resource.MustParse("110"),
+		gang.GPUResource:  *resource.NewQuantity(int64(gpus), resource.DecimalSI),
+	}
+	return &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: maps.Clone(labels), Annotations: maps.Clone(annotations)},
+		Status: v1.NodeStatus{Capacity: rl, Allocatable: rl,
+			Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}},
+	}
+}
+
+// CreateNodes creates nodes and sets their status (the kubelet's part).
+func CreateNodes(ctx context.Context, cs kubernetes.Interface, nodes []*v1.Node) error {
+	for _, n := range nodes {
+		st := n.Status
+		created, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("node %s: %w", n.Name, err)
+		}
+		created.Status = st
+		if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("node %s status: %w", n.Name, err)
+		}
+	}
+	return nil
+}
+
+// Job describes a training gang: a PS pod and Workers pods of GPUsPerWorker GPUs.
+type Job struct {
+	Namespace, Name string
+	Workers         int
+	GPUsPerWorker   int
+	Model           string
+	// PodGroup: a PodGroup with the gang policy links the pods; else the inapack.io/job label
+	// with a min-count annotation. MinCount overrides the gang's size (a gang never complete).
+	PodGroup      bool
+	MinCount      int
+	SchedulerName string
+	// PS and Worker are the containers' command lines (nil: sleep-free placeholders that the
+	// tests never run).
+	PSCommand, WorkerCommand []string
+	Env                      []v1.EnvVar
+}
+
+// Objects are the PodGroup (nil for a label gang) and pods of j, PS first.
+func (j Job) Objects() (*schedulingv1beta1.PodGroup, []*v1.Pod) {
+	min := j.MinCount
+	if min == 0 {
+		min = j.Workers + 1
+	}
+	var pg *schedulingv1beta1.PodGroup
+	if j.PodGroup {
+		pg = &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: j.Namespace, Name: j.Name},
+			Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
+				Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: int32(min)}}}}
+	}
+	pod := func(name, role string, gpus int, cmd []string) *v1.Pod {
+		p := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: j.Namespace, Name: name,
+				Labels:      map[string]string{gang.RoleLabel: role},
+				Annotations: map[string]string{gang.ModelAnnotation: j.Model}},
+			Spec: v1.PodSpec{SchedulerName: j.SchedulerName, RestartPolicy: v1.RestartPolicyNever,
+				Containers: []v1.Container{{Name: role, Image: "inapack/agents", Command: cmd, Env: j.Env}}},
+		}
+		if gpus > 0 {
+			q := *resource.NewQuantity(int64(gpus), resource.DecimalSI)
+			p.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: v1.ResourceList{gang.GPUResource: q},
+				Limits: v1.ResourceList{gang.GPUResource: q}}
+		}
+		if j.PodGroup {
+			name := j.Name
+			p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &name}
+		} else {
+			p.Labels[gang.JobLabel] = j.Name
+			p.Annotations[gang.MinCountAnnotation] = strconv.Itoa(min)
+		}
+		return p
+	}
+	pods := []*v1.Pod{pod(j.Name+"-ps", gang.RolePS, 0, j.PSCommand)}
+	for i := range j.Workers {
+		pods = append(pods, pod(fmt.Sprintf("%s-worker-%d", j.Name, i), gang.RoleWorker, j.GPUsPerWorker, j.WorkerCommand))
+	}
+	return pg, pods
+}
+
+// Submit creates j's PodGroup and pods.
+func Submit(ctx context.Context, cs kubernetes.Interface, j Job) error {
+	pg, pods := j.Objects()
+	if pg != nil {
+		if _, err := cs.SchedulingV1beta1().PodGroups(j.Namespace).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("PodGroup %s: %w", j.Name, err)
+		}
+	}
+	for _, p := range pods {
+		if _, err := cs.CoreV1().Pods(j.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("pod %s: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
+// WaitBound waits until every pod of j is bound and returns the node of each pod by name.
+func WaitBound(ctx context.Context, cs kubernetes.Interface, j Job, timeout time.Duration) (map[string]string, error) {
+	_, pods := j.Objects()
+	nodes := map[string]string{}
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		for _, p := range pods {
+			cur, err := cs.CoreV1().Pods(j.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil || cur.Spec.NodeName == "" {
+				return false, nil
+			}
+			nodes[p.Name] = cur.Spec.NodeName
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nodes, fmt.Errorf("gang %s: %d of %d pods bound after %v", j.Name, len(nodes), len(pods), timeout)
+	}
+	return nodes, nil
+}
+
+// Fatal is t.Fatal for an error (nil: nothing).
+func Fatal(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,175 @@
+package plugin_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+
+	"github.com/inapack/inapack/controlplane/topology"
+	"github.com/inapack/inapack/kube/internal/kubetest"
+	"github.com/inapack/inapack/kube/plugin"
+	"github.com/inapack/inapack/netpack"
+	"github.com/inapack/inapack/scheduler"
+)
+
+const twoRacks = "../../bmv2/topologies/two-racks/topology.json"
+
+// profile is the scheduler profile under test: NetPack's model of the two-racks topology as the
+// scheduler service builds it (uplink 20 Mbit/s, 64 slots of 256 B, 1 ms hold).
+const profile = `  - schedulerName: inapack-scheduler
+    plugins:
+      multiPoint:
+        enabled:
+          - name: NetPack
+    pluginConfig:
+      - name: NetPack
+        args:
+          uplinkGbps: 0.02
+          inaMemoryBytes: 16384
+          rtt: 1ms
+          permitTimeout: 10s
+          waitForOperator: false`
+
+func start(t *testing.T) (context.Context, *kubetest.API, *topology.Topology) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	api := kubetest.StartAPI(t)
+	kubetest.StartScheduler(ctx, t, kubetest.SchedulerConfig(api, profile, ""), app.WithPlugin(plugin.Name, plugin.New))
+	topo, err := topology.Load(twoRacks)
+	kubetest.Fatal(t, err)
+	nodes, err := kubetest.NodesFromTopology(topo)
+	kubetest.Fatal(t, err)
+	kubetest.Fatal(t, kubetest.CreateNodes(ctx, api.Client, nodes))
+	return ctx, api, topo
+}
+
+// servicePlan is where the scheduler service puts the same sequence of jobs: scheduler.Plan on
+// the topology's model, each job added to the running set in turn.
+type servicePlan struct {
+	c       *scheduler.Cluster
+	running []netpack.Placement
+}
+
+func (s *servicePlan) place(t *testing.T, j kubetest.Job) (workers []string, ps string) {
+	t.Helper()
+	md, ok := netpack.Profile(j.Model)
+	if !ok {
+		t.Fatalf("model %s", j.Model)
+	}
+	nj := &netpack.Job{ID: j.Namespace + "/" + j.Name, GPUs: j.Workers * j.GPUsPerWorker, Model: md, Iterations: 1}
+	p, ok, _, err := scheduler.Plan(s.c.Model, s.running, "netpack", nj)
+	if err != nil || !ok {
+		t.Fatalf("the service's plan of %s: ok=%v err=%v", j.Name, ok, err)
+	}
+	s.running = append(s.running, p)
+	for _, w := range p.Workers {
+		workers = append(workers, s.c.Hosts[w.Machine])
+	}
+	return workers, s.c.Hosts[p.PS]
+}
+
+func placed(j kubetest.Job, nodes map[string]string) (workers []string, ps string) {
+	for pod, n := range nodes {
+		if pod == j.Name+"-ps" {
+			ps = n
+		} else {
+			workers = append(workers, n)
+		}
+	}
+	slices.Sort(workers)
+	return workers, ps
+}
+
+// TestGangsPlacedAsTheService: gangs (PodGroups, and label gangs) are bound all at once, each pod
+// on the node of NetPack's plan, and the plans equal the scheduler service's for the same
+// sequence of jobs.
+func TestGangsPlacedAsTheService(t *testing.T) {
+	ctx, api, topo := start(t)
+	cl, err := scheduler.NewCluster(topo, scheduler.ClusterParams{})
+	kubetest.Fatal(t, err)
+	svc := &servicePlan{c: cl}
+	jobs := []kubetest.Job{
+		{Name: "a", Workers: 2, GPUsPerWorker: 2, Model: "vgg16", PodGroup: true},
+		{Name: "b", Workers: 1, GPUsPerWorker: 2, Model: "resnet50", PodGroup: false},
+		{Name: "c", Workers: 2, GPUsPerWorker: 1, Model: "bert-base", PodGroup: true},
+	}
+	for _, j := range jobs {
+		j.Namespace, j.SchedulerName = "default", "inapack-scheduler"
+		kubetest.Fatal(t, kubetest.Submit(ctx, api.Client, j))
+		nodes, err := kubetest.WaitBound(ctx, api.Client, j, 30*time.Second)
+		kubetest.Fatal(t, err)
+		gotW, gotPS := placed(j, nodes)
+		wantW, wantPS := svc.place(t, j)
+		slices.Sort(wantW)
+		t.Logf("gang %s: workers %v ps %s (service: %v ps %s)", j.Name, gotW, gotPS, wantW, wantPS)
+		if !slices.Equal(gotW, wantW) || gotPS != wantPS {
+			t.Errorf("gang %s placed on workers %v ps %s; the scheduler service places it on %v ps %s", j.Name, gotW, gotPS, wantW, wantPS)
+		}
+	}
+}
+
+// TestGangTooLargeStaysPending: a gang larger than the cluster binds no pod, and its pods say why.
+func TestGangTooLargeStaysPending(t *testing.T) {
+	ctx, api, _ := start(t)
+	j := kubetest.Job{Namespace: "default", Name: "huge", Workers: 6, GPUsPerWorker: 2, Model: "resnet50", PodGroup: true,
+		SchedulerName: "inapack-scheduler"}
+	kubetest.Fatal(t, kubetest.Submit(ctx, api.Client, j))
+	_, pods := j.Objects()
+	var why string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		p, err := api.Client.CoreV1().Pods("default").Get(ctx, pods[1].Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && strings.Contains(c.Message, "12 GPUs") {
+				why = c.Message
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no PodScheduled=False condition naming the gang's 12 GPUs: %v", err)
+	}
+	t.Logf("pending because: %s", why)
+	assertNoneBound(ctx, t, api, "default", pods)
+}
+
+// TestGangNeverCompleteStaysPending: a gang whose minimum is never met binds no pod.
+func TestGangNeverCompleteStaysPending(t *testing.T) {
+	ctx, api, _ := start(t)
+	for _, pg := range []bool{true, false} {
+		j := kubetest.Job{Namespace: "default", Name: fmt.Sprintf("short-%v", pg), Workers: 1, GPUsPerWorker: 2, Model: "resnet50",
+			PodGroup: pg, MinCount: 3, SchedulerName: "inapack-scheduler"}
+		kubetest.Fatal(t, kubetest.Submit(ctx, api.Client, j))
+		_, pods := j.Objects()
+		time.Sleep(3 * time.Second)
+		assertNoneBound(ctx, t, api, "default", pods)
+	}
+}
+
+func assertNoneBound(ctx context.Context, t *testing.T, api *kubetest.API, ns string, pods []*v1.Pod) {
+	t.Helper()
+	bound := map[string]string{}
+	for _, p := range pods {
+		cur, err := api.Client.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
+		kubetest.Fatal(t, err)
+		if cur.Spec.NodeName != "" {
+			bound[p.Name] = cur.Spec.NodeName
+		}
+	}
+	if len(bound) > 0 {
+		t.Errorf("pods bound of a gang that cannot run whole: %v", slices.Sorted(maps.Keys(bound)))
+	}
+}
