@@ -54,12 +54,21 @@ func (j *jobFlags) Set(s string) error {
 type ifaceFlags []string
 
 func (f *ifaceFlags) String() string     { return strings.Join(*f, ",") }
-func (f *ifaceFlags) Set(s string) error { *f = append(*f, s); return nil }
+// Set takes one interface or a comma-separated list (a pod's INAPACK_IFACE may name two).
+func (f *ifaceFlags) Set(s string) error {
+	for _, name := range strings.Split(s, ",") {
+		if name == "" {
+			return fmt.Errorf("empty interface name in %q", s)
+		}
+		*f = append(*f, name)
+	}
+	return nil
+}
 
 func main() {
 	var jobs jobFlags
 	var ifaces ifaceFlags
-	flag.Var(&ifaces, "iface", "interface to serve on (AF_PACKET; needs root); repeatable: results go out of every one")
+	flag.Var(&ifaces, "iface", "interface to serve on (AF_PACKET; needs root); repeatable or comma-separated: results go out of every one")
 	ipStr := flag.String("ip", "10.0.0.100", "the PS's IPv4 address (source of results)")
 	macStr := flag.String("mac", "", "the PS's MAC (default: the first interface's)")
 	every := flag.Duration("stats", 0, "print counters this often (0: only at exit)")

@@ -51,7 +51,9 @@ const (
 	PriorityAnnotation = "inapack.io/priority"
 
 	// Wiring annotations, written by the operator once the job is on the switches.
-	// SwitchJobAnnotation is the job's id on the switches and in its packets (INAPACK_JOB).
+	// SwitchJobAnnotation is the job's id on the switches and in its packets (INAPACK_JOB). A
+	// gang whose only worker shares the PS's node never crosses a switch: it gets no entries and
+	// the id 1 in its packets, as in the scheduler service (wireJob).
 	SwitchJobAnnotation = "inapack.io/switch-job"
 	// SlotBaseAnnotation and WindowAnnotation: the job's aggregator slots (INAPACK_SLOT_BASE,
 	// INAPACK_WINDOW).
@@ -60,9 +62,10 @@ const (
 	// PriorityCapAnnotation is the priority written to the switches (INAPACK_PRIORITY).
 	PriorityCapAnnotation = "inapack.io/priority-cap"
 	// IPAnnotation and IfaceAnnotation: the pod's address and the interface it sends on
-	// (INAPACK_IP, INAPACK_IFACE); PSIPAnnotation and PSMACAnnotation the PS's (INAPACK_PS_IP,
-	// INAPACK_PS_MAC). LocalIfaceAnnotation: on a PS with a local worker, its end of the private
-	// link.
+	// (INAPACK_IP, INAPACK_IFACE; on the PS every interface it serves, comma-separated: its
+	// node's, then its end of the private link when it has a local worker, since ina-ps takes
+	// -iface a,b); PSIPAnnotation and PSMACAnnotation the PS's (INAPACK_PS_IP, INAPACK_PS_MAC).
+	// LocalIfaceAnnotation: on a pod with a local peer, its own end of the private link.
 	IPAnnotation         = "inapack.io/ip"
 	IfaceAnnotation      = "inapack.io/iface"
 	PSIPAnnotation       = "inapack.io/ps-ip"
