@@ -86,3 +86,40 @@ func runTimed(t *testing.T, n, chunks int, l links) []worker.StatsSnapshot {
 	wg.Wait()
 	return stats
 }
+
+// A stall (here the PS stops for 40 ms, results then resume in order) against a 10 ms timer:
+// only the oldest chunk in flight is resent at each expiry, the probe, and the others' timers
+// restart (RFC 6298 5.4). Resending every expired chunk sent all 8 of the window twice (16 per
+// worker), each flushing a partial sum that the PS answers to every worker.
+func TestTimerProbesWithTheOldestChunkInAStall(t *testing.T) {
+	for r, s := range runTimed(t, 2, 32, stallPS(16, 40*time.Millisecond)) {
+		if s.Resent == 0 || s.Resent > 3 {
+			t.Errorf("rank %d resent %d chunks in a 40 ms stall with a 10 ms timer: want a probe or two", r, s.Resent)
+		}
+	}
+}
+
+// After a stall, chunks sent before the timer expired complete on their first transmission: the
+// expiry was spurious and its window cut is undone (as Eifel, RFC 3522/4015), so the window is
+// back at its cap of 8 at once instead of growing back by 1/cwnd per result (about 7 of 8 after
+// the 16 chunks left here).
+func TestSpuriousTimeoutUndoesTheCut(t *testing.T) {
+	for r, s := range runTimed(t, 2, 32, stallPS(16, 40*time.Millisecond)) {
+		if s.WindowCuts == 0 || s.SpuriousTimeouts == 0 || s.Window < 8 {
+			t.Errorf("rank %d: %d cuts, %d found spurious, window %.2f at the end: want the cut undone, window 8",
+				r, s.WindowCuts, s.SpuriousTimeouts, s.Window)
+		}
+	}
+}
+
+// stallPS stops the PS for d when it sends its first result for seq from: everything after it
+// waits too, as when the PS or the switch is descheduled.
+func stallPS(from uint32, d time.Duration) links {
+	var once sync.Once
+	return links{fromPS: func(f *wire.Frame) time.Duration {
+		if f.INA.Seq == from {
+			once.Do(func() { time.Sleep(d) })
+		}
+		return 0
+	}}
+}

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,7 @@ type Worker struct {
 	rto       time.Duration // the estimate (RFC 6298 2), never backed off itself
 	backoff   int           // timer backoffs since the last clean sample (RFC 6298 5.5), up to maxBackoff
 	backedOff time.Time     // when the timer last backed off
+	undoCwnd  float64       // the window before a cut for a silent expiry, restored if the expiry proves spurious; 0: none
 	failed    bool
 	stats     Stats
 	tmpl      wire.Frame
@@ -222,6 +224,13 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 			continue
 		}
 		if st.tries == 0 && !st.bypass {
+			if w.undoCwnd > 0 && st.sent.Before(w.backedOff) {
+				// A chunk sent before the silent expiry completed on its first transmission: the
+				// delay jumped, nothing was lost, and the cut is undone (as Eifel, RFC 3522/4015).
+				w.cwnd, w.undoCwnd = max(w.cwnd, w.undoCwnd), 0
+				w.cwndMilli.Store(int64(w.cwnd * 1000))
+				w.stats.SpuriousTimeouts.Add(1)
+			}
 			w.sampleRTT(now.Sub(st.sent))
 		}
 		if err := w.fastRetransmit(base, lo, c, next, win, st.stamp, cd, now); err != nil {
@@ -321,23 +330,42 @@ func (w *Worker) flush() error {
 // the next timer fires. lastResult is when the last result arrived.
 func (w *Worker) retransmit(base uint32, lo, next int, win []inflight, cd codec, now, lastResult time.Time) (time.Time, error) {
 	var earliest time.Time
-	cut, backoff := false, false
+	cut, backoff, lost := false, false, false
+	before, undo := w.cwnd, w.undoCwnd
+	// A silence: no result for half the estimate, far longer than results are apart while the
+	// path works (a round trip over the window).
+	silence := now.Sub(lastResult) >= w.rto/2
 	for c := lo; c < next; c++ {
 		st := &win[c%w.cfg.Window]
 		if st.done {
 			continue
 		}
 		if !now.Before(st.deadline) {
-			if !cut {
-				w.cut(base+uint32(c), base+uint32(next))
-				cut = true
-			}
 			// Back off only when no result at all arrived since the chunk was sent: the delay
 			// jumped, or the tail of a call was lost. While others' results keep arriving the
 			// chunk was lost, not late, and a longer timer would only wait longer for it (5%
 			// loss: twice the all-reduce time). Every chunk has its own timer: only one sent
 			// since the last backoff backs off again, as RFC 6298's one timer would.
 			backoff = backoff || (st.sent.After(w.backedOff) && !lastResult.After(st.sent))
+			if silence && c != lo {
+				// RFC 6298 5.4: in a silence only the oldest chunk is resent (the probe); the
+				// others' timers restart. The path is stalled, not lossy: resending every chunk in
+				// flight (after a scheduling stall, the window of 64 on each of 4 workers) flushed
+				// as many partial sums, each answered by the PS to every worker, and kept the path
+				// busy long enough for the next expiry. A held chunk that was lost is resent at its
+				// next expiry, amid the results the probe brought back.
+				w.stats.TimerHeld.Add(1)
+				st.deadline = now.Add(w.timeout(st))
+				if earliest.IsZero() || st.deadline.Before(earliest) {
+					earliest = st.deadline
+				}
+				continue
+			}
+			if !cut {
+				w.cut(base+uint32(c), base+uint32(next))
+				cut = true
+			}
+			lost = lost || !silence
 			st.tries++
 			if err := w.send(base, c, st, cd, wire.FlagResend, now); err != nil {
 				return earliest, err
@@ -357,6 +385,11 @@ func (w *Worker) retransmit(base uint32, lo, next int, win []inflight, cd codec,
 		// chunks still in flight wait for the backed-off timer too.
 		w.backoff, w.backedOff = min(w.backoff+1, maxBackoff), now
 		w.stats.TimerBackoffs.Add(1)
+		if !lost {
+			// Undone if a chunk sent before now completes on its first transmission; the window
+			// to restore is the one before the first cut of the silence.
+			w.undoCwnd = cmp.Or(undo, before)
+		}
 		earliest = time.Time{}
 		for c := lo; c < next; c++ {
 			st := &win[c%w.cfg.Window]
@@ -383,7 +416,7 @@ func (w *Worker) cut(seq, nextSeq uint32) {
 	if w.stats.WindowCuts.Load() > 0 && int32(seq-w.recover) < 0 {
 		return
 	}
-	w.recover = nextSeq
+	w.recover, w.undoCwnd = nextSeq, 0
 	w.cwnd = max(minWindow(w.cfg.Window), w.cwnd/2)
 	w.cwndMilli.Store(int64(w.cwnd * 1000))
 	w.stats.WindowCuts.Add(1)

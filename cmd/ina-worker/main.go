@@ -135,6 +135,7 @@ func (l *loop) run(ctx context.Context, iters int, compute time.Duration) error 
 			}
 		}
 		worker.Synthetic(l.seed, l.job, l.rank, it, ints)
+		before := l.w.Snapshot()
 		t0 := time.Now()
 		var err error
 		if l.float {
@@ -146,6 +147,7 @@ func (l *loop) run(ctx context.Context, iters int, compute time.Duration) error 
 			err = l.w.AllReduceInt32(ctx, ints)
 		}
 		d := time.Since(t0)
+		after := l.w.Snapshot()
 		if err != nil && !errors.Is(err, worker.ErrOverflow) {
 			return fmt.Errorf("iteration %d: %w", it, err)
 		}
@@ -175,8 +177,12 @@ func (l *loop) run(ctx context.Context, iters int, compute time.Duration) error 
 			}
 		}
 		if !l.quiet {
-			fmt.Printf("worker: job=%d rank=%d iter=%d allreduce_ms=%.3f goodput_mbps=%.3f result=%s\n", l.job, l.rank, it,
-				d.Seconds()*1e3, mbps(4*l.size, d), verdict)
+			// What this call waited on besides the data (make bench's tail rows attribute slow
+			// iterations to these): retransmissions by the timer and fast ones, window cuts.
+			timer := (after.Resent - after.FastResent) - (before.Resent - before.FastResent)
+			fmt.Printf("worker: job=%d rank=%d iter=%d allreduce_ms=%.3f goodput_mbps=%.3f timer_resent=%d fast_resent=%d window_cuts=%d timer_backoffs=%d result=%s\n",
+				l.job, l.rank, it, d.Seconds()*1e3, mbps(4*l.size, d), timer, after.FastResent-before.FastResent,
+				after.WindowCuts-before.WindowCuts, after.TimerBackoffs-before.TimerBackoffs, verdict)
 		}
 	}
 	return nil
