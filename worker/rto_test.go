@@ -63,12 +63,18 @@ func TestTimerDoesNotBackOffForALossAmidResults(t *testing.T) {
 // links and returns each rank's statistics.
 func runTimed(t *testing.T, n, chunks int, l links) []worker.StatsSnapshot {
 	t.Helper()
+	return runWindow(t, n, chunks, 8, l)
+}
+
+// runWindow is runTimed with window slots (the congestion window starts at 8).
+func runWindow(t *testing.T, n, chunks, window int, l links) []worker.StatsSnapshot {
+	t.Helper()
 	ends := hubWith(t, n, l)
 	var wg sync.WaitGroup
 	stats := make([]worker.StatsSnapshot, n)
 	for r := range n {
 		cfg := config(r, n)
-		cfg.Window, cfg.ProgressTimeout, cfg.RTO, cfg.MinRTO = 8, 10*time.Second, 10*time.Millisecond, 10*time.Millisecond
+		cfg.Window, cfg.ProgressTimeout, cfg.RTO, cfg.MinRTO = window, 10*time.Second, 10*time.Millisecond, 10*time.Millisecond
 		w, err := worker.New(cfg, ends[r])
 		if err != nil {
 			t.Fatal(err)
@@ -87,7 +93,30 @@ func runTimed(t *testing.T, n, chunks int, l links) []worker.StatsSnapshot {
 	return stats
 }
 
-// A stall (here the PS stops for 40 ms, results then resume in order) against a 10 ms timer:
+// The congestion window bounds the chunks in flight, not the span from the oldest unfinished one:
+// with 16 slots, when rank 0's chunk 5 and its fast retransmission are both lost, the halved
+// window still lets new chunks out, their results overtake the retransmission and a second fast
+// retransmission repairs it. Bounding the span too held the worker at chunk 5 + 4 with nothing
+// new out, until the timer.
+func TestLostRetransmissionRepairedWithoutTheTimer(t *testing.T) {
+	const lost = 5
+	var mu sync.Mutex
+	dropped := 0
+	s := runWindow(t, 2, 64, 16, links{toPS: func(rank int, f *wire.Frame) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if rank == 0 && f.INA.Seq == lost && dropped < 2 {
+			dropped++
+			return false
+		}
+		return true
+	}})[0]
+	if s.FastResent < 2 || s.Resent != s.FastResent {
+		t.Errorf("rank 0 resent %d (%d fast): want two fast retransmissions and none by the timer", s.Resent, s.FastResent)
+	}
+}
+
+// A stall (here the PS stops for 40 ms, then its results resume in order) against a 10 ms timer:
 // only the oldest chunk in flight is resent at each expiry, the probe, and the others' timers
 // restart (RFC 6298 5.4). Resending every expired chunk sent all 8 of the window twice (16 per
 // worker), each flushing a partial sum that the PS answers to every worker.
