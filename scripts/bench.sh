@@ -1,28 +1,48 @@
 #!/usr/bin/env bash
-# make bench: one run, one table, every figure beside its reference and the ratio between them.
+# make bench: BENCH_REPS (5) rounds; each round takes one sample of every measurement, in the same
+# order, so the rounds interleave them (A, B, C, A, B, C, ...) and a ratio is the median of the
+# ratios within a round (paired, as benchstat compares). Every row is the median with its
+# interquartile range; a ratio with a target gets a verdict only while its interquartile range is
+# within 25% of its median (else it says SPREAD). ina-bench table computes the rows.
 #   - forwarding: the same closed-loop ring sender (64-byte IPv4, 64 in flight per host) through a
 #     bare ring forwarder (this machine's veth limit), the reference switch and BMv2 (the fast build
-#     in /opt/p4-perf where installed), 1 port hairpin and 4 ports (cmd/ina-bench);
+#     in /opt/p4-perf where installed), 1 port hairpin and 4 ports (ina-bench forward): the raw
+#     forwarding rate;
+#   - the all-reduce path's limit: ina-bench path moves the frames of a 4-worker job (INA frames,
+#     a send and a receive per chunk at each worker, 4 in and 1 out at the switch, 1 in and 1 out at
+#     the PS, 4 out at the switch) through the same veths and processes, doing nothing else;
 #   - all-reduce goodput per worker, one job of 2, 4 and 8 workers, 1 MiB tensors, no rate limit,
-#     through the reference switch and through BMv2 (ina-demo; every result checked exact);
+#     through the reference switch, and 4 workers through BMv2 with 256 KiB tensors (it forwards an
+#     order of magnitude slower; goodput is a rate) (ina-demo; every result checked exact);
 #   - INA vs no INA with 4 workers where the PS link binds (every port rate-limited), ideal ratio 4;
+#   - the tail: a training loop of 4 workers, a 1 MiB gradient all-reduced 200 times with 2 ms of
+#     compute between, clean and with 1% and 5% loss on every switch port: the iteration
+#     all-reduce time (slowest worker) p50, p90, p99 and max, and how many slow iterations (over
+#     1.5x p50) waited on the retransmission timer, a fast retransmission or a window cut
+#     (ina-bench tail over the workers' per-iteration lines);
 #   - the PS merge rate against copy() of the same bytes (Go benchmarks, per second of CPU time).
-# The 4-worker goodput is also compared with this run's ring limit: a chunk of 4 workers costs 10
-# ring sends and 10 ring receives (4 in and 1 out at the switch, 1 in and out at the PS, 4 results
-# out), and the hairpin ring forwarder measures one send+receive pair per 1/R s of the two cores,
-# so the limit is R/5 chunks/s, R*409.6 bit/s of goodput per worker.
-# Knobs: BENCH_SIZE (values, 262144 = 1 MiB), BENCH_ITERS (4), BENCH_RATE (Mbit/s per port for INA
-# vs no INA, 20), BENCH_FWD_SECONDS (3), BENCH_OUT (also write the table there, e.g. docs/bench.md).
+# Knobs: BENCH_REPS (5), BENCH_SIZE (values, 262144 = 1 MiB), BENCH_ITERS (4), BENCH_BMV2_SIZE
+# (65536), BENCH_RATE (Mbit/s per port for INA vs no INA, 20), BENCH_FWD_SECONDS (1),
+# BENCH_PATH_SECONDS (2), BENCH_TAIL_SIZE (262144), BENCH_TAIL_ITERS (200), BENCH_OUT (also write
+# the table there, e.g. docs/bench.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 GO=${GO:-go}
+REPS=${BENCH_REPS:-5}
 SIZE=${BENCH_SIZE:-262144}
 ITERS=${BENCH_ITERS:-4}
+BMV2_SIZE=${BENCH_BMV2_SIZE:-65536}
 RATE=${BENCH_RATE:-20}
-FWD=${BENCH_FWD_SECONDS:-3}
+FWD=${BENCH_FWD_SECONDS:-1}
+PATHS=${BENCH_PATH_SECONDS:-2}
+TAIL_SIZE=${BENCH_TAIL_SIZE:-262144}
+TAIL_ITERS=${BENCH_TAIL_ITERS:-200}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+samples=$out/samples
+: >"$samples"
+began=$(date +%s)
 
 BMV2_BIN=""
 if [ -x /opt/p4-perf/bin/simple_switch_grpc ]; then BMV2_BIN=/opt/p4-perf/bin/simple_switch_grpc; BMV2_NAME="BMv2 fast build"
@@ -31,109 +51,128 @@ BMV2_SKIP=""
 if [ -z "$BMV2_BIN" ]; then BMV2_SKIP="simple_switch_grpc is not installed"
 elif [ ! -f "$BUILD/ina.json" ]; then BMV2_SKIP="no compiled program $BUILD/ina.json (make p4 needs p4c)"; fi
 
-rows=()   # name|value|reference|ratio|target|verdict
 notes=()
-row() { rows+=("$1|$2|$3|$4|$5|$6"); }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
-meets() { awk -v r="$1" -v t="$2" 'BEGIN { if (r == "-") print "-"; else if (r + 0 >= t + 0) print "met"; else print "MISSED" }'; }
-k() { awk -v v="$1" 'BEGIN { printf "%.1fk", v / 1000 }'; }
-
-header="make bench: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
+header="make bench: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $REPS rounds, load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
 busy=$(ps -eo pcpu=,comm= --sort=-pcpu | awk 'NR <= 6 && $1 > 5 { printf "%s%s %s%%", sep, $2, $1; sep = ", " }')
 if [ -n "$busy" ]; then header="$header; busiest processes at start: $busy"; fi
 
-if [ "$(id -u)" != 0 ]; then
-  notes+=("SKIP: forwarding and all-reduce rows: need root (veth pairs, network namespaces, AF_PACKET)")
-else
-  # ---- forwarding
-  "$BUILD/bin/ina-bench" forward -bin "$BUILD/bin" ${BMV2_BIN:+-bmv2 "$BMV2_BIN"} -bmv2-json "$BUILD/ina.json" \
-    -duration "${FWD}s" >"$out/fwd.txt" 2>&1 || { cat "$out/fwd.txt" >&2; exit 1; }
-  fwd() { awk -v s="$1" -v p="$2" '$1 == "forward:" && $2 == "switch=" s && $3 == "ports=" p { sub("pkts_per_s=", "", $4); print $4 }' "$out/fwd.txt"; }
-  for p in 1 4; do
-    ring=$(fwd ring $p) ref=$(fwd ref $p) bm=$(fwd bmv2 $p)
-    r=$(ratio "$ref" "$ring")
-    row "forwarding, $p port(s): reference switch" "$(k "$ref") pkt/s" "bare ring forwarder $(k "$ring") pkt/s" "$r" ">= 0.80" "$(meets "$r" 0.80)"
-    if [ -n "$bm" ]; then
-      row "forwarding, $p port(s): $BMV2_NAME" "$(k "$bm") pkt/s" "bare ring forwarder $(k "$ring") pkt/s" "$(ratio "$bm" "$ring")" "" ""
-      row "forwarding, $p port(s): ref / $BMV2_NAME" "$(k "$ref") pkt/s" "$BMV2_NAME $(k "$bm") pkt/s" "$(ratio "$ref" "$bm")" "" ""
-    fi
-  done
-  notes+=("the bare ring forwarder receives and sends on one goroutine per port in turn; the reference switch receives and sends on different goroutines, so it can pass it when two cores are free")
-  if grep -q '^SKIP' "$out/fwd.txt"; then notes+=("$(grep '^SKIP' "$out/fwd.txt")"); fi
-  ring1=$(fwd ring 1)
+sample() { echo "$1 $rep $2" >>"$samples"; } # key value, for this round
+progress() { echo "bench: round $rep/$REPS, $(($(date +%s) - began)) s: $*" >&2; }
+demo() { # $1 = name, then ina-demo flags; leaves the run's output in $out/$name.txt, logs in $out/$name
+  local name=$1 n; shift
+  rm -rf "${out:?}/$name"
+  if ! "$BUILD/bin/ina-demo" -bin "$BUILD/bin" -dir "$out/$name" -timeout 300s "$@" >"$out/$name.txt" 2>&1; then
+    { echo "bench: the $name run failed:"; tail -5 "$out/$name.txt"; } >&2
+    return 1
+  fi
+  n=$(grep -rhoE 'kernel_drops=[0-9]+' "$out/$name" 2>/dev/null | awk -F= '{ s += $2 } END { print s + 0 }')  # every worker prints kernel_drops=
+  if [ "$n" != 0 ]; then notes+=("kernel receive-ring drops in round $rep's $name run: $n"); fi
+}
+goodput() { grep -o 'goodput_mbps=[0-9.]*' "$out/$1.txt" | head -1 | cut -d= -f2; }
 
-  # ---- all-reduce goodput
-  demo() { # $1 = name, then ina-demo flags; prints the job's goodput_mbps
-    local name=$1; shift
-    if ! "$BUILD/bin/ina-demo" -bin "$BUILD/bin" -dir "$out/$name" -timeout 300s "$@" >"$out/$name.txt" 2>&1; then
-      { echo "bench: the $name run failed:"; tail -5 "$out/$name.txt"; } >&2
-      echo 0
-      return
-    fi
-    grep -o 'goodput_mbps=[0-9.]*' "$out/$name.txt" | head -1 | cut -d= -f2
-  }
-  common=(-seed 1 -size "$SIZE" -iters "$ITERS" -compute 0 -active-slots 64 -window 64)
-  for n in 2 4 8; do
-    ref=$(demo "ref$n" -switch ref -job "1:$n:1" "${common[@]}")
-    if [ -z "$BMV2_SKIP" ]; then
-      bm=$(PATH="$(dirname "$BMV2_BIN"):$PATH" demo "bmv2$n" -switch bmv2 -bmv2-json "$BUILD/ina.json" -job "1:$n:1" "${common[@]}")
-      r=$(ratio "$ref" "$bm")
-      target="" verdict=""
-      if [ "$n" = 4 ]; then target=">= 50" verdict=$(meets "$r" 50); fi
-      row "all-reduce goodput/worker, $n workers: ref" "$ref Mbit/s" "$BMV2_NAME $bm Mbit/s" "$r" "$target" "$verdict"
-    else
-      row "all-reduce goodput/worker, $n workers: ref" "$ref Mbit/s" "" "" "" ""
-    fi
-    if [ "$n" = 4 ]; then
-      r=$(ratio "$ref" 150)
-      row "all-reduce goodput/worker, 4 workers: ref" "$ref Mbit/s" "target 150 Mbit/s" "$r" ">= 1.00" "$(meets "$r" 1)"
-      if [ -n "$ring1" ]; then
-        limit=$(awk -v r="$ring1" 'BEGIN { printf "%.1f", r * 409.6 / 1e6 }')
-        r=$(ratio "$ref" "$limit")
-        row "all-reduce goodput/worker, 4 workers: ref" "$ref Mbit/s" "this run's ring limit $limit Mbit/s" "$r" ">= 0.80" "$(meets "$r" 0.80)"
+# The PS merge benchmark, built once, run once per round.
+$GO test -c -o "$out/ps.test" ./ps
+
+for rep in $(seq 1 "$REPS"); do
+  if [ "$(id -u)" = 0 ]; then
+    progress "forwarding"
+    "$BUILD/bin/ina-bench" forward -bin "$BUILD/bin" ${BMV2_BIN:+-bmv2 "$BMV2_BIN"} -bmv2-json "$BUILD/ina.json" \
+      -duration "${FWD}s" >"$out/fwd.txt" 2>&1 || { cat "$out/fwd.txt" >&2; exit 1; }
+    awk -v rep="$rep" '$1 == "forward:" { split($2, s, "="); split($3, p, "="); split($4, v, "="); print "fwd_" s[2] "_" p[2], rep, v[2] }' \
+      "$out/fwd.txt" >>"$samples"
+    if [ "$rep" = 1 ] && grep -q '^SKIP' "$out/fwd.txt"; then notes+=("$(grep '^SKIP' "$out/fwd.txt")"); fi
+
+    progress "the all-reduce path's limit, 4 workers"
+    "$BUILD/bin/ina-bench" path -workers 4 -window 64 -duration "${PATHS}s" >"$out/path.txt"
+    sample path4 "$(awk '$1 == "path:" { sub("goodput_mbps=", "", $3); print $3 }' "$out/path.txt")"
+
+    common=(-seed 1 -iters "$ITERS" -compute 0 -active-slots 64 -window 64)
+    for n in 4 2 8; do
+      progress "all-reduce goodput, $n workers, reference switch"
+      demo "ref$n" -switch ref -job "1:$n:1" -size "$SIZE" "${common[@]}" && sample "gp_ref$n" "$(goodput "ref$n")"
+      if [ "$n" = 4 ] && [ -z "$BMV2_SKIP" ]; then
+        progress "all-reduce goodput, 4 workers, $BMV2_NAME"
+        PATH="$(dirname "$BMV2_BIN"):$PATH" demo bmv2 -switch bmv2 -bmv2-json "$BUILD/ina.json" -job 1:4:1 \
+          -size "$BMV2_SIZE" "${common[@]}" && sample gp_bmv24 "$(goodput bmv2)"
       fi
-    fi
-  done
-  if [ -n "$BMV2_SKIP" ]; then notes+=("SKIP: BMv2 all-reduce columns: $BMV2_SKIP"); fi
+    done
 
-  # ---- INA vs no INA where the PS link binds
-  lim=(-switch ref -size 65536 -iters "$ITERS" -compute 0 -active-slots 64 -window 64 -rate "$RATE" -ecn-threshold 16)
-  on=$(demo inaon -job 1:4:1:on "${lim[@]}")
-  off=$(demo inaoff -job 1:4:1:off "${lim[@]}")
-  row "INA vs no INA, 4 workers, ports at $RATE Mbit/s" "INA $on Mbit/s" "no INA $off Mbit/s" "$(ratio "$on" "$off")" "ideal 4" ""
-  for d in "$out"/*/; do # receive-ring drops the kernel reported to the agents and the switch
-    n=$(grep -rhoE 'kernel_drops=[0-9]+' "$d" 2>/dev/null | awk -F= '{ s += $2 } END { print s + 0 }')
-    if [ "$n" != 0 ]; then notes+=("kernel receive-ring drops in the $(basename "$d") run: $n"); fi
-  done
-fi
+    progress "INA vs no INA"
+    lim=(-switch ref -size 65536 -iters "$ITERS" -compute 0 -active-slots 64 -window 64 -rate "$RATE" -ecn-threshold 16)
+    demo inaon -job 1:4:1:on "${lim[@]}" && sample ina_on "$(goodput inaon)"
+    demo inaoff -job 1:4:1:off "${lim[@]}" && sample ina_off "$(goodput inaoff)"
 
-# ---- PS merge vs copy(), in GB per second of CPU time (waiting for a core on a shared machine
-# does not count), the best of three interleaved rounds
-bench=$($GO test -run '^$' -bench '^Benchmark(Merge|Copy)$' -benchmem -benchtime 1s -count 3 ./ps)
-gbs() { echo "$bench" | awk -v b="$1" '$1 ~ "^"b"-" { for (i = 1; i <= NF; i++) if ($(i) == "cpu-GB/s" && $(i-1) > m) m = $(i-1) } END { printf "%.2f", m }'; }
-merge=$(gbs BenchmarkMerge) cp=$(gbs BenchmarkCopy)
-allocs=$(echo "$bench" | awk '$1 ~ /^BenchmarkMerge-/ { for (i = 1; i <= NF; i++) if ($(i) == "allocs/op") a = $(i-1) } END { print a }')
-r=$(ratio "$merge" "$cp")
-row "PS merge, 8 workers, no INA ($allocs allocs/op)" "$merge GB/s (CPU)" "copy() $cp GB/s (CPU)" "$r" ">= 0.25" "$(meets "$r" 0.25)"
+    for loss in 0 0.01 0.05; do
+      progress "the tail, loss $loss"
+      if demo "tail$loss" -switch ref -job 1:4:1 -seed 1 -size "$TAIL_SIZE" -iters "$TAIL_ITERS" -compute 2ms \
+        -active-slots 64 -window 64 -loss "$loss"; then
+        "$BUILD/bin/ina-bench" tail "$out/tail$loss" | tr ' ' '\n' | awk -F= -v k="tail$loss" -v rep="$rep" 'NF == 2 { print k "_" $1, rep, $2 }' >>"$samples"
+        sample "tail${loss}_goodput" "$(goodput "tail$loss")"
+      fi
+      rm -rf "${out:?}/tail$loss"
+    done
+  elif [ "$rep" = 1 ]; then
+    notes+=("SKIP: forwarding, path, all-reduce and tail rows: need root (veth pairs, network namespaces, AF_PACKET)")
+  fi
+
+  # PS merge vs copy(), in GB per second of CPU time (waiting for a core on a shared machine does
+  # not count).
+  progress "PS merge vs copy()"
+  (cd ps && "$out/ps.test" -test.run '^$' -test.bench '^Benchmark(Merge|Copy)$' -test.benchmem -test.benchtime 1s) >"$out/merge.txt"
+  awk -v rep="$rep" '$1 ~ /^Benchmark(Merge|Copy)-/ { k = ($1 ~ /Merge/) ? "merge" : "copy"
+    for (i = 1; i <= NF; i++) { if ($(i) == "cpu-GB/s") print k, rep, $(i-1); if ($(i) == "allocs/op" && k == "merge") print "merge_allocs", rep, $(i-1) } }' \
+    "$out/merge.txt" >>"$samples"
+done
+if [ -n "$BMV2_SKIP" ]; then notes+=("SKIP: BMv2 all-reduce rows: $BMV2_SKIP"); fi
+
+B=${BMV2_NAME:-BMv2}
+T="4 workers, 1 MiB x $TAIL_ITERS"
+cat >"$out/rows" <<ROWS
+forwarding, 1 port: reference switch|fwd_ref_1|pkt/s|bare ring forwarder|fwd_ring_1|>= 0.80
+forwarding, 1 port: $B|fwd_bmv2_1|pkt/s|bare ring forwarder|fwd_ring_1|
+forwarding, 1 port: ref / $B|fwd_ref_1|pkt/s|$B|fwd_bmv2_1|
+forwarding, 4 ports: reference switch|fwd_ref_4|pkt/s|bare ring forwarder|fwd_ring_4|>= 0.80
+forwarding, 4 ports: $B|fwd_bmv2_4|pkt/s|bare ring forwarder|fwd_ring_4|
+forwarding, 4 ports: ref / $B|fwd_ref_4|pkt/s|$B|fwd_bmv2_4|
+all-reduce goodput/worker, 4 workers: ref|gp_ref4|Mbit/s|the path's limit|path4|>= 0.80
+all-reduce goodput/worker, 4 workers: ref|gp_ref4|Mbit/s|$B|gp_bmv24|>= 30
+all-reduce goodput/worker, 4 workers: ref|gp_ref4|Mbit/s|target|=150|>= 1.00
+all-reduce goodput/worker, 2 workers: ref|gp_ref2|Mbit/s|4 workers|gp_ref4|
+all-reduce goodput/worker, 8 workers: ref|gp_ref8|Mbit/s|4 workers|gp_ref4|
+INA vs no INA, 4 workers, ports at $RATE Mbit/s|ina_on|Mbit/s|no INA|ina_off|
+iteration all-reduce, $T, clean: p90|tail0_p90_ms|ms|p50|tail0_p50_ms|
+iteration all-reduce, $T, clean: p99|tail0_p99_ms|ms|p50|tail0_p50_ms|<= 1.50
+iteration all-reduce, $T, clean: max|tail0_max_ms|ms|p50|tail0_p50_ms|
+iteration all-reduce, $T, 1% loss: p90|tail0.01_p90_ms|ms|p50|tail0.01_p50_ms|
+iteration all-reduce, $T, 1% loss: p99|tail0.01_p99_ms|ms|p50|tail0.01_p50_ms|<= 3.00
+iteration all-reduce, $T, 1% loss: max|tail0.01_max_ms|ms|p50|tail0.01_p50_ms|
+iteration all-reduce, $T, 5% loss: p90|tail0.05_p90_ms|ms|p50|tail0.05_p50_ms|
+iteration all-reduce, $T, 5% loss: p99|tail0.05_p99_ms|ms|p50|tail0.05_p50_ms|
+iteration all-reduce, $T, 5% loss: max|tail0.05_max_ms|ms|p50|tail0.05_p50_ms|
+iteration goodput/worker, $T, 1% loss|tail0.01_goodput|Mbit/s|clean|tail0_goodput|
+iteration goodput/worker, $T, 5% loss|tail0.05_goodput|Mbit/s|clean|tail0_goodput|
+PS merge, 8 workers, no INA|merge|GB/s (CPU)|copy()|copy|>= 0.25
+note|median (IQR) of $REPS rounds; ratio: median (IQR) of the rounds' ratios. The path's limit: ina-bench path, the 4-worker job's frames and ring operations through the same veths and processes with nothing else done.
+note|slow iterations (over 1.5x p50) of $TAIL_ITERS, per round: clean {tail0_slow}, of which waited on the timer {tail0_slow_timer}, on a fast retransmission {tail0_slow_fast}, on a window cut {tail0_slow_cut}, on none of them {tail0_slow_none}
+note|  1% loss {tail0.01_slow}: timer {tail0.01_slow_timer}, fast retransmission {tail0.01_slow_fast}, window cut {tail0.01_slow_cut}, none {tail0.01_slow_none}
+note|  5% loss {tail0.05_slow}: timer {tail0.05_slow_timer}, fast retransmission {tail0.05_slow_fast}, window cut {tail0.05_slow_cut}, none {tail0.05_slow_none}
+note|PS merge: {merge_allocs} allocs/op
+ROWS
 
 {
   echo "$header"
-  printf '%s\n' "${rows[@]}" | awk -F'|' '
-    { for (i = 1; i <= NF; i++) { c[NR, i] = $i; if (length($i) > w[i]) w[i] = length($i) } n = NR }
-    END {
-      split("measurement|value|reference|ratio|target|", h, "|")
-      for (i = 1; i <= 6; i++) if (length(h[i]) > w[i]) w[i] = length(h[i])
-      line = ""; for (i = 1; i <= 6; i++) line = line sprintf(i < 6 ? "%-" w[i] "s  " : "%s", h[i]); print line
-      for (r = 1; r <= n; r++) { line = ""; for (i = 1; i <= 6; i++) line = line sprintf(i < 6 ? "%-" w[i] "s  " : "%s", c[r, i]); print line }
-    }'
+  "$BUILD/bin/ina-bench" table "$samples" "$out/rows"
   for n in "${notes[@]}"; do echo "$n"; done
+  echo "took $(($(date +%s) - began)) s; load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$out/table.txt"
+if [ -n "${BENCH_SAMPLES:-}" ]; then cp "$samples" "$BENCH_SAMPLES"; fi
 if [ -n "${BENCH_OUT:-}" ]; then
   {
     echo "# make bench"
     echo
     echo "Written by \`BENCH_OUT=$BENCH_OUT make bench\` (\`scripts/bench.sh\` says what each row measures and"
-    echo "how). One run on a machine shared with other work: its first line says how busy it was."
+    echo "how): the median and interquartile range of $REPS interleaved rounds on a machine shared with"
+    echo "other work (its first and last lines say how busy it was)."
     echo
     echo '```'
     cat "$out/table.txt"

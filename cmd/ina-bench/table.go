@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// samples are a bench's measurements: key -> repetition -> value. Repetition r of every key was
+// taken in the same round, so two keys' values of one repetition form a pair.
+type samples map[string]map[int]float64
+
+// readSamples reads "key repetition value" lines (others are ignored).
+func readSamples(r io.Reader) (samples, error) {
+	s := samples{}
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 {
+			continue
+		}
+		rep, err1 := strconv.Atoi(f[1])
+		v, err2 := strconv.ParseFloat(f[2], 64)
+		if err1 != nil || err2 != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("bad sample line %q", sc.Text())
+		}
+		if s[f[0]] == nil {
+			s[f[0]] = map[int]float64{}
+		}
+		s[f[0]][rep] = v
+	}
+	return s, sc.Err()
+}
+
+// rowSpec is one line of the table: "name|key|unit|reference name|reference key or =constant|
+// target|bound". The value is the median of key's repetitions; the ratio is the median of the
+// ratios of the pairs (key / reference in the same repetition), as benchstat compares; target
+// is ">= x" or "<= x" on the ratio, or empty; bound is the widest interquartile range of the
+// ratio, relative to its median, that still gives a verdict (default defaultBound).
+type rowSpec struct {
+	name, key, unit, refName, refKey, target string
+	bound                                    float64
+}
+
+// defaultBound: a ratio whose quartiles are further apart than this, relative to the median,
+// claims neither met nor missed.
+const defaultBound = 0.25
+
+func parseRowSpec(line string) (rowSpec, error) {
+	f := strings.Split(line, "|")
+	if len(f) < 6 || len(f) > 7 {
+		return rowSpec{}, fmt.Errorf("row %q: want name|key|unit|reference name|reference key|target[|bound]", line)
+	}
+	r := rowSpec{name: f[0], key: f[1], unit: f[2], refName: f[3], refKey: f[4], target: f[5], bound: defaultBound}
+	if len(f) == 7 && f[6] != "" {
+		b, err := strconv.ParseFloat(f[6], 64)
+		if err != nil || b <= 0 {
+			return rowSpec{}, fmt.Errorf("row %q: bad bound %q", line, f[6])
+		}
+		r.bound = b
+	}
+	if r.target != "" {
+		if _, _, err := parseTarget(r.target); err != nil {
+			return rowSpec{}, fmt.Errorf("row %q: %w", line, err)
+		}
+	}
+	return r, nil
+}
+
+func parseTarget(t string) (op string, v float64, err error) {
+	f := strings.Fields(t)
+	if len(f) == 2 && (f[0] == ">=" || f[0] == "<=") {
+		if v, err = strconv.ParseFloat(f[1], 64); err == nil {
+			return f[0], v, nil
+		}
+	}
+	return "", 0, fmt.Errorf("target %q: want '>= x' or '<= x'", t)
+}
+
+// row is a rendered table row.
+type row [6]string
+
+// render computes a row from the samples; a row without samples says so.
+func (r rowSpec) render(s samples) row {
+	vals := s[r.key]
+	if len(vals) == 0 {
+		return row{r.name, "no samples", "", "", r.target, ""}
+	}
+	var a []float64
+	for _, v := range vals {
+		a = append(a, v)
+	}
+	out := row{r.name, fmt.Sprintf("%s %s %s", num(spreadOf(a).med), r.unit, iqr(spreadOf(a))), "", "", r.target, ""}
+	if r.refKey == "" {
+		return out
+	}
+	var ref, ratios []float64
+	if c, ok := strings.CutPrefix(r.refKey, "="); ok {
+		k, err := strconv.ParseFloat(c, 64)
+		if err != nil || k == 0 {
+			out[2] = "bad constant " + c
+			return out
+		}
+		ref = []float64{k}
+		for _, v := range a {
+			ratios = append(ratios, v/k)
+		}
+		out[2] = fmt.Sprintf("%s %s %s", r.refName, num(k), r.unit)
+	} else {
+		for rep, b := range s[r.refKey] {
+			ref = append(ref, b)
+			if v, ok := vals[rep]; ok && b != 0 {
+				ratios = append(ratios, v/b)
+			}
+		}
+		if len(ref) == 0 {
+			out[2] = r.refName + ": no samples"
+			return out
+		}
+		out[2] = fmt.Sprintf("%s %s %s %s", r.refName, num(spreadOf(ref).med), r.unit, iqr(spreadOf(ref)))
+	}
+	if len(ratios) == 0 {
+		out[3] = "no pairs"
+		return out
+	}
+	rs := spreadOf(ratios)
+	out[3] = fmt.Sprintf("%.2f (%.2f-%.2f)", rs.med, rs.q1, rs.q3)
+	if r.target == "" {
+		return out
+	}
+	op, t, _ := parseTarget(r.target)
+	switch {
+	case len(ratios) < 5:
+		out[5] = fmt.Sprintf("%d pairs: no verdict", len(ratios))
+	case rs.rel() > r.bound:
+		out[5] = fmt.Sprintf("SPREAD %.0f%% > %.0f%%", 100*rs.rel(), 100*r.bound)
+	case op == ">=" && rs.med >= t, op == "<=" && rs.med <= t:
+		out[5] = "met"
+	default:
+		out[5] = "MISSED"
+	}
+	return out
+}
+
+// num prints a figure with three significant digits or more (12.3k, 1.23, 0.0123).
+func num(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a >= 1e5:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 1:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
+}
+
+func iqr(s spread) string { return fmt.Sprintf("(%s-%s)", num(s.q1), num(s.q3)) }
+
+// table renders the rows, aligned, with a header.
+func table(w io.Writer, specs []rowSpec, s samples) {
+	rows := []row{{"measurement", "value (IQR)", "reference (IQR)", "ratio (IQR)", "target", "verdict"}}
+	for _, r := range specs {
+		rows = append(rows, r.render(s))
+	}
+	var width [6]int
+	for _, r := range rows {
+		for i, c := range r {
+			width[i] = max(width[i], len(c))
+		}
+	}
+	for _, r := range rows {
+		var b strings.Builder
+		for i, c := range r {
+			if i < len(r)-1 {
+				fmt.Fprintf(&b, "%-*s  ", width[i], c)
+			} else {
+				b.WriteString(c)
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}
+
+// tableFiles prints the table of the rows in specPath over the samples in samplesPath. A spec
+// line "note|text" prints text after the table with every {key} replaced by key's median and
+// interquartile range; empty lines and lines starting with # are skipped.
+func tableFiles(samplesPath, specPath string) error {
+	sf, err := os.Open(samplesPath)
+	if err != nil {
+		return err
+	}
+	defer sf.Close()
+	s, err := readSamples(sf)
+	if err != nil {
+		return err
+	}
+	spec, err := os.ReadFile(specPath)
+	if err != nil {
+		return err
+	}
+	var rows []rowSpec
+	var notes []string
+	for _, l := range strings.Split(string(spec), "\n") {
+		switch {
+		case strings.TrimSpace(l) == "", strings.HasPrefix(l, "#"):
+		case strings.HasPrefix(l, "note|"):
+			notes = append(notes, fillNote(strings.TrimPrefix(l, "note|"), s))
+		default:
+			r, err := parseRowSpec(l)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, r)
+		}
+	}
+	table(os.Stdout, rows, s)
+	for _, n := range notes {
+		fmt.Println(n)
+	}
+	return nil
+}
+
+var placeholder = regexp.MustCompile(`\{([A-Za-z0-9_.]+)\}`)
+
+// fillNote replaces each {key} in text with "median (q1-q3)" of key's samples.
+func fillNote(text string, s samples) string {
+	return placeholder.ReplaceAllStringFunc(text, func(m string) string {
+		vals := s[m[1:len(m)-1]]
+		if len(vals) == 0 {
+			return "?"
+		}
+		var a []float64
+		for _, v := range vals {
+			a = append(a, v)
+		}
+		sp := spreadOf(a)
+		return fmt.Sprintf("%s %s", num(sp.med), iqr(sp))
+	})
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestQuantile(t *testing.T) {
+	v := []float64{1, 2, 3, 4, 5}
+	for _, c := range []struct{ q, want float64 }{{0, 1}, {0.25, 2}, {0.5, 3}, {0.75, 4}, {1, 5}, {0.99, 4.96}} {
+		if got := quantile(v, c.q); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("quantile(%v) = %v, want %v", c.q, got, c.want)
+		}
+	}
+	if got := quantile([]float64{1, 2, 3, 4}, 0.5); got != 2.5 {
+		t.Errorf("median of 4 = %v, want 2.5", got)
+	}
+}
+
+// The ratio is the median of the rounds' ratios, not the ratio of the medians: here the value
+// and the reference drift together (a busier machine in later rounds), so every pair says 0.5,
+// while the medians alone would say 3/8.
+func TestRatioIsTheMedianOfPairs(t *testing.T) {
+	s, err := readSamples(strings.NewReader("a 1 1\nb 1 2\na 2 2\nb 2 4\na 3 3\nb 3 6\na 4 40\nb 4 80\na 5 50\nb 5 100\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := parseRowSpec("x|a|u|ref|b|>= 0.4")
+	got := r.render(s)
+	if !strings.HasPrefix(got[3], "0.50 (0.50-0.50)") || got[5] != "met" {
+		t.Errorf("row = %q, want ratio 0.50, met", got)
+	}
+	if !strings.HasPrefix(got[1], "3.00 u (2.00-40.0)") {
+		t.Errorf("value = %q, want the median 3 with its quartiles", got[1])
+	}
+}
+
+func TestVerdicts(t *testing.T) {
+	five := func(vals ...float64) samples {
+		s := samples{"a": {}, "b": {}}
+		for i, v := range vals {
+			s["a"][i] = v
+			s["b"][i] = 1
+		}
+		return s
+	}
+	for _, c := range []struct {
+		spec string
+		s    samples
+		want string
+	}{
+		{"x|a|u|r|b|>= 0.8", five(0.9, 0.9, 0.9, 0.9, 0.9), "met"},
+		{"x|a|u|r|b|>= 0.8", five(0.7, 0.7, 0.7, 0.7, 0.7), "MISSED"},
+		{"x|a|u|r|b|<= 1.5", five(1.4, 1.4, 1.4, 1.4, 1.4), "met"},
+		{"x|a|u|r|b|<= 1.5", five(1.0, 1.2, 1.6, 2.5, 3.0), "SPREAD 81% > 25%"},
+		{"x|a|u|r|b|<= 1.5|0.9", five(1.0, 1.2, 1.6, 2.5, 3.0), "MISSED"},
+		{"x|a|u|r|b|>= 0.8", samples{"a": {1: 1}, "b": {1: 1}}, "1 pairs: no verdict"},
+		{"x|a|u|r|=2|>= 0.4", five(1, 1, 1, 1, 1), "met"},
+	} {
+		r, err := parseRowSpec(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.render(c.s)[5]; got != c.want {
+			t.Errorf("%s over %v: verdict %q, want %q", c.spec, c.s["a"], got, c.want)
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	for _, l := range []string{"k 1 x", "k one 2", "k 1 NaN"} {
+		if _, err := readSamples(strings.NewReader(l)); err == nil {
+			t.Errorf("sample %q accepted", l)
+		}
+	}
+	for _, l := range []string{"a|b|c", "x|a|u|r|b|> 1", "x|a|u|r|b|>= 1|-1"} {
+		if _, err := parseRowSpec(l); err == nil {
+			t.Errorf("row %q accepted", l)
+		}
+	}
+	r, _ := parseRowSpec("x|missing|u|r|b|>= 1")
+	if got := r.render(samples{}); got[1] != "no samples" || got[5] != "" {
+		t.Errorf("row without samples = %q", got)
+	}
+}
+
+func TestTableAligned(t *testing.T) {
+	s, _ := readSamples(strings.NewReader("a 1 1\nb 1 2\n"))
+	r1, _ := parseRowSpec("short|a|u|r|b|")
+	r2, _ := parseRowSpec("a much longer name|a|u|r|b|")
+	var b bytes.Buffer
+	table(&b, []rowSpec{r1, r2}, s)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || strings.Index(lines[1], "1.00 u") != strings.Index(lines[2], "1.00 u") {
+		t.Errorf("columns not aligned:\n%s", b.String())
+	}
+}
+
+func TestFillNote(t *testing.T) {
+	s, _ := readSamples(strings.NewReader("k 1 1\nk 2 2\nk 3 3\n"))
+	if got := fillNote("slow {k}, none {missing}", s); got != "slow 2.00 (1.50-2.50), none ?" {
+		t.Errorf("fillNote = %q", got)
+	}
+}
