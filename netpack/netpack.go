@@ -8,6 +8,11 @@ import (
 
 func init() {
 	register("netpack", func(o Options) Placer {
+		return &netpackPlacer{opt: o, t: tracker{mode: o.Mode, full: o.FullEstimate}, pricesFrag: true}
+	})
+	// NetPack before it priced fragmentation (issue 15's): harm to running jobs and resource
+	// shares only. Kept so the evaluation can show what pricing fragmentation changed.
+	register("netpack-v1", func(o Options) Placer {
 		return &netpackPlacer{opt: o, t: tracker{mode: o.Mode, full: o.FullEstimate}}
 	})
 }
@@ -20,12 +25,18 @@ type netpackPlacer struct {
 	opt Options
 	t   tracker
 	w   *npWork // the round in progress
+	// pricesFrag charges each candidate the fragmentation it leaves (fragPrice).
+	pricesFrag bool
 
-	free, rackFree []int // scratch for npWork, reused across rounds
+	free, rackFree, rackGPUs []int // scratch for npWork, reused across rounds
+	frag                     fragPrice
 }
 
 func (p *netpackPlacer) Name() string {
 	n := "netpack"
+	if !p.pricesFrag {
+		n += "-v1"
+	}
 	if p.opt.Mode == Separate {
 		n += "-separate"
 	}
@@ -44,6 +55,9 @@ type npWork struct {
 	freeSum  int
 	rackFree []int
 	noINA    bool
+	// frag prices fragmentation when set (nil for netpack-v1); rackGPUs are the racks' GPUs.
+	frag     *fragPrice
+	rackGPUs []int
 }
 
 // Candidate racks for the worker DP.
@@ -62,9 +76,17 @@ func (p *netpackPlacer) Begin(st *State) {
 	p.free = append(p.free[:0], st.free...)
 	p.rackFree = slices.Grow(p.rackFree[:0], len(st.Cluster.Racks))[:len(st.Cluster.Racks)]
 	clear(p.rackFree)
-	p.w = &npWork{c: st.Cluster, st: st, est: p.t.est, free: p.free, freeSum: st.freeSum, rackFree: p.rackFree, noINA: p.opt.NoINA}
+	p.rackGPUs = slices.Grow(p.rackGPUs[:0], len(st.Cluster.Racks))[:len(st.Cluster.Racks)]
+	clear(p.rackGPUs)
+	p.w = &npWork{c: st.Cluster, st: st, est: p.t.est, free: p.free, freeSum: st.freeSum, rackFree: p.rackFree, noINA: p.opt.NoINA,
+		rackGPUs: p.rackGPUs}
 	for m, f := range p.w.free {
 		p.w.rackFree[st.Cluster.Machines[m].Rack] += f
+		p.w.rackGPUs[st.Cluster.Machines[m].Rack] += st.Cluster.Machines[m].GPUs
+	}
+	if p.pricesFrag {
+		p.frag.begin(st)
+		p.w.frag = &p.frag
 	}
 }
 
@@ -91,6 +113,9 @@ func (p *netpackPlacer) Place(j *Job) (Placement, bool) {
 		w.rackFree[w.c.Machines[wk.Machine].Rack] -= wk.GPUs
 	}
 	w.freeSum -= j.GPUs
+	if w.frag != nil {
+		w.frag.add(j.GPUs) // in demand for the rest of the round, like a running job
+	}
 	p.t.pending = append(p.t.pending, j.ID)
 	return pl, true
 }
@@ -122,9 +147,15 @@ func (w *npWork) place(j *Job) (Placement, bool) {
 	var bestPred prediction
 	bestV := math.Inf(-1)
 	consider := func(ws []Worker, psCands []MachineID) {
+		frag := 0.0
+		if w.frag != nil {
+			frag = w.fragDelta(ws, g)
+		}
 		for _, ps := range psCands {
 			p := Placement{Job: j, Workers: ws, PS: ps, INA: !w.noINA}
-			if pr := w.est.predict(&p); better(pr.value, bestV) {
+			pr := w.est.predict(&p)
+			pr.value -= frag
+			if better(pr.value, bestV) {
 				bestV, bestP, bestPred = pr.value, p, pr
 			}
 		}

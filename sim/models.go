@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -27,12 +28,19 @@ var DefaultBuckets = []Bucket{
 }
 
 // MixModel assigns a trace job one of the named profiles by a hash of its id: uniform over the
-// names and independent of the job's size or length (the evaluation's image-model mix).
-func MixModel(names []string, j trace.Job) (netpack.Model, error) {
+// names and independent of the job's size or length (the evaluation's image-model mix). A nonzero
+// seed salts the hash, so each seed is another independent draw of the same mix; seed 0 hashes
+// the id alone.
+func MixModel(names []string, j trace.Job, seed uint64) (netpack.Model, error) {
 	if len(names) == 0 {
 		return netpack.Model{}, fmt.Errorf("model mix: no profile named")
 	}
 	h := fnv.New32a()
+	if seed != 0 {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], seed)
+		h.Write(b[:])
+	}
 	h.Write([]byte(j.ID))
 	name := names[h.Sum32()%uint32(len(names))]
 	m, ok := netpack.Profile(name)

@@ -95,3 +95,53 @@ func TestSameWorkWhateverTheSlots(t *testing.T) {
 		t.Fatalf("ran ESA %.0f s, ATP %.0f s, INA off %.0f s; want ESA = 72000 and INA off slower", ran[0], ran[1], ran[2])
 	}
 }
+
+// A seed redraws the model mix: the same seed gives the same models, another seed other ones,
+// seed 0 the id's own hash; and GradScale scales every gradient, keeping trace durations.
+func TestMixSeedAndGradScale(t *testing.T) {
+	mix := []string{"resnet50", "vgg16", "alexnet"}
+	var jobs []trace.Job
+	for i := range 60 {
+		jobs = append(jobs, trace.Job{ID: string(rune('a'+i%26)) + string(rune('a'+i/26)), GPUs: 1, Duration: 600})
+	}
+	names := func(seed uint64) []string {
+		var out []string
+		for _, j := range jobs {
+			m, err := MixModel(mix, j, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, m.Name)
+		}
+		return out
+	}
+	a, b, c := names(1), names(1), names(2)
+	same := 0
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatal("seed 1 drew different models for the same job")
+		}
+		if a[i] == c[i] {
+			same++
+		}
+	}
+	if same == len(a) {
+		t.Error("seeds 1 and 2 drew the same model for every job")
+	}
+	c2, err := netpack.Uniform(netpack.UniformSpec{Racks: 1, MachinesPerRack: 2, GPUsPerMachine: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &trace.Trace{Jobs: []trace.Job{{ID: "x", GPUs: 4, Duration: 3600}}}
+	w1, err1 := Prepare(Setup{Cluster: c2, Network: DefaultNetwork(), INA: true, Interval: 1, Mix: mix}, tr)
+	w2, err2 := Prepare(Setup{Cluster: c2, Network: DefaultNetwork(), INA: true, Interval: 1, Mix: mix, GradScale: 2}, tr)
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if g1, g2 := w1.Jobs[0].Model.GradientBytes, w2.Jobs[0].Model.GradientBytes; g2 != 2*g1 {
+		t.Errorf("gradient scale 2: %v bytes, want 2 x %v", g2, g1)
+	}
+	if _, err := Prepare(Setup{Cluster: c2, Network: DefaultNetwork(), INA: true, Interval: 1, Mix: mix, GradScale: -1}, tr); err == nil {
+		t.Error("negative gradient scale accepted")
+	}
+}

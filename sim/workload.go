@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 
@@ -22,6 +23,10 @@ type Setup struct {
 	Warmup    float64  // seconds; jobs submitted earlier are left out of the summary
 	Buckets   []Bucket // model assignment by GPU-time; nil means DefaultBuckets
 	Mix       []string // if set, models are assigned by MixModel from these profiles instead
+	MixSeed   uint64   // MixModel's seed (0: the job id alone decides)
+	// GradScale multiplies every model's gradient bytes (0 or 1: as profiled): the gradient
+	// against the compute it overlaps, so how much the network matters, with compute unchanged.
+	GradScale float64
 	// Estimate measures netpack's estimator against the simulator in every run (Config.Estimate).
 	Estimate bool
 }
@@ -49,7 +54,18 @@ func Prepare(s Setup, tr *trace.Trace) (*Workload, error) {
 	ref.Slots = s.Network.withDefaults().Slots.Reference()
 	assign := func(j trace.Job) (netpack.Model, error) { return ModelFor(s.Buckets, j) }
 	if len(s.Mix) > 0 {
-		assign = func(j trace.Job) (netpack.Model, error) { return MixModel(s.Mix, j) }
+		assign = func(j trace.Job) (netpack.Model, error) { return MixModel(s.Mix, j, s.MixSeed) }
+	}
+	if g := s.GradScale; g != 0 && g != 1 {
+		if !(g > 0) || math.IsInf(g, 0) {
+			return nil, fmt.Errorf("sim: gradient scale must be a positive number, got %v", g)
+		}
+		base := assign
+		assign = func(j trace.Job) (netpack.Model, error) {
+			m, err := base(j)
+			m.GradientBytes *= g
+			return m, err
+		}
 	}
 	jobs, big, err := Jobs(tr.Jobs, assign, NewIsolated(s.Cluster, ref))
 	if err != nil {

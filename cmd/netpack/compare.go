@@ -108,7 +108,10 @@ func runEvaluate(args []string) error {
 	sizes := fs.String("sizes", ints(d.Sizes), "machine counts of the cluster-size sweep")
 	sizeJobs := fs.Int("size-jobs", d.SizeJobs, "synthetic jobs per cluster size")
 	synthJobs := fs.Int("synthetic-jobs", d.SynthJobs, "jobs of the synthetic workload in the paper setting")
-	seed := fs.Uint64("seed", d.Seed, "seed of the synthetic workloads")
+	seeds := fs.String("seeds", uints(d.Seeds), "seeds every experiment is repeated over (model draws and arrival jitter of the trace, synthetic workloads); 95% intervals need two or more")
+	jitter := fs.Float64("jitter", d.JitterSec, "seconds each trace arrival moves by, uniformly in ±jitter, per seed")
+	pols := fs.String("policies", "", "with -only: run only these policies besides netpack (comma-separated)")
+	only := fs.String("only", "", "run only these experiments (comma-separated keys as in the log, e.g. main,no-ina) and print their comparison; no report")
 	verbose := fs.Bool("v", false, "log every run's wall time to stderr (experiments are always logged)")
 	validations := fs.String("validation", "docs/validation-summary.json,docs/validation-bmv2-summary.json",
 		"validation summaries (make validate) to show against packets; missing files are left out")
@@ -123,7 +126,24 @@ func runEvaluate(args []string) error {
 		return err
 	}
 	cfg := eval.DefaultConfig(tr, *tracePath)
-	cfg.Interval, cfg.SizeJobs, cfg.SynthJobs, cfg.Seed = *interval, *sizeJobs, *synthJobs, *seed
+	cfg.Interval, cfg.SizeJobs, cfg.SynthJobs, cfg.JitterSec = *interval, *sizeJobs, *synthJobs, *jitter
+	sd, err := parseFloats("-seeds", *seeds)
+	if err != nil {
+		return err
+	}
+	cfg.Seeds = nil
+	for _, x := range sd {
+		if x < 0 || x != math.Trunc(x) {
+			return fmt.Errorf("-seeds: %v is not a seed", x)
+		}
+		cfg.Seeds = append(cfg.Seeds, uint64(x))
+	}
+	if *only != "" {
+		cfg.Only = strings.Split(*only, ",")
+	}
+	if *pols != "" {
+		cfg.Policies = strings.Split(*pols, ",")
+	}
 	cfg.ImgDir, cfg.ImgLink, cfg.Log, cfg.Verbose = *img, *imgLink, os.Stderr, *verbose
 	if cfg.Loads, err = parseFloats("-loads", *loads); err != nil {
 		return err
@@ -162,6 +182,9 @@ func runEvaluate(args []string) error {
 	if err != nil {
 		return err
 	}
+	if len(cfg.Only) > 0 {
+		return rep.Points(os.Stdout)
+	}
 	fh, err := os.Create(*out)
 	if err != nil {
 		return err
@@ -177,6 +200,14 @@ func floats(xs []float64) string {
 	var s []string
 	for _, x := range xs {
 		s = append(s, strconv.FormatFloat(x, 'g', -1, 64))
+	}
+	return strings.Join(s, ",")
+}
+
+func uints(xs []uint64) string {
+	var s []string
+	for _, x := range xs {
+		s = append(s, strconv.FormatUint(x, 10))
 	}
 	return strings.Join(s, ",")
 }

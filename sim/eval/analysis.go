@@ -109,17 +109,24 @@ func hours(x float64) string {
 	return fmt.Sprintf("%.2f", x/3600)
 }
 
-// meanGain is NetPack's reduction averaged over the baselines.
-func (rep *Report) meanGain(r *Run) float64 {
-	var s float64
-	n := 0
-	for _, b := range rep.Baselines {
-		if g := r.Gain(b); !math.IsNaN(g) {
-			s += g
-			n++
+// meanGainCI is NetPack's reduction averaged over the baselines, per seed, with its interval.
+func (rep *Report) meanGainCI(r *Run) ci {
+	var per []float64
+	for s := range r.Seeds {
+		np := r.seedResult(s, "netpack")
+		g, n := 0.0, 0
+		for _, b := range rep.Baselines {
+			if x := r.seedResult(s, b); x != nil && np != nil {
+				g += 1 - np.Summary.MeanJCT/x.Summary.MeanJCT
+				n++
+			}
 		}
+		if n == 0 {
+			return tInterval(nil)
+		}
+		per = append(per, g/float64(n))
 	}
-	return s / float64(n)
+	return tInterval(per)
 }
 
 func (rep *Report) maxGain(r *Run) (float64, string) {

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +30,7 @@ type Setting struct {
 	Slots                 sim.SlotModel
 	NoINA                 bool
 	Load                  float64 // offered load the trace is scaled to (0: its own arrivals)
+	GradScale             float64 // models' gradient bytes multiplied by this (0: as profiled)
 	Admission             string
 	Priority              netpack.PriorityRule
 	Mode                  netpack.Mode
@@ -80,12 +83,25 @@ type Config struct {
 	SizeRack  int   // machines per rack in the size sweep
 	SizeJobs  int   // synthetic jobs per size
 	SynthJobs int   // synthetic workload in the paper's setting
-	Seed      uint64
+	// Seeds are the independent draws every experiment is repeated over: each draws the trace's
+	// model assignment and arrival jitter, or the synthetic workload, afresh. Figures are means
+	// over them with 95% t-intervals; comparisons of policies are paired by seed.
+	Seeds []uint64
+	// JitterSec moves each trace arrival by a uniform draw in ±JitterSec (before the arrivals are
+	// scaled to the offered load), per seed.
+	JitterSec float64
 	ImgDir    string    // where plots are written
 	ImgLink   string    // how the Markdown refers to ImgDir
 	Log       io.Writer // one line per finished experiment (wall time; never in the report)
 	Verbose   bool      // and one per run
 	Workers   int       // runs in parallel (0: GOMAXPROCS)
+	// Only, if set, runs just the experiments with these keys (for iterating on a few; the report
+	// needs them all).
+	Only []string
+	// Policies, if set, runs just these policies (netpack is always run).
+	Policies []string
+	// Grid is the factorial map of where placement matters (section 12), on synthetic workloads.
+	Grid Grid
 	// Validations are the summaries of `make validate` (LoadValidation) shown in section 11.
 	Validations []*Validation
 }
@@ -95,61 +111,164 @@ func DefaultConfig(tr *trace.Trace, name string) Config {
 	return Config{Trace: tr, TraceName: name, Paper: Paper, Legacy: Legacy, Interval: 60,
 		Loads: []float64{0.5, 0.7, 0.9, 1.1}, Memories: []float64{16 << 10, 64 << 10, 256 << 10}, GPUs: []int{2, 4, 8},
 		Oversubs: []float64{1, 4, 8}, Sizes: []int{100, 300, 1000, 3000, 10000}, SizeRack: 25, SizeJobs: 1000,
-		SynthJobs: 2500, Seed: 1}
+		SynthJobs: 2500, Seeds: []uint64{1, 2, 3, 4, 5}, JitterSec: 300, Grid: DefaultGrid}
 }
 
-// Run is one workload under several policies.
+// Grid is a two-level factorial over five settings around Base: INA memory per ToR, gradient
+// scale (gradient against the compute it overlaps), ToR oversubscription, GPUs per machine (at
+// Base's GPUs in all) and offered load. It runs the half fraction 2^(5-1) with defining relation
+// I = ABCDE (the 16 cells with an even number of high levels): every main effect and every
+// two-setting interaction stays estimable, at half the cost of the full grid. Every cell runs
+// Jobs synthetic jobs per seed under every policy, and NetPack with separate estimation.
+type Grid struct {
+	Base      Setting
+	Jobs      int
+	Memories  [2]float64
+	GradScale [2]float64
+	Oversubs  [2]float64
+	GPUs      [2]int
+	Loads     [2]float64
+}
+
+// DefaultGrid is a cluster of 128 GPUs (8 racks of 16): racks small against the workload's
+// largest jobs (32 and 64 GPUs), so that placement across racks and INA matter, and runs cheap
+// enough for 16 cells x every policy x the seeds.
+var DefaultGrid = Grid{Base: Setting{Racks: 8, Machines: 8, GPUs: 2, NICGbps: 25, Oversub: 4, MemoryBytes: 64 << 10, RTTSec: 20e-6,
+	Slots: sim.DefaultSlotModel(), Load: 0.9}, Jobs: 600,
+	Memories: [2]float64{16 << 10, 256 << 10}, GradScale: [2]float64{0.5, 2}, Oversubs: [2]float64{2, 8}, GPUs: [2]int{2, 8}, Loads: [2]float64{0.7, 1.1}}
+
+// cells lists the grid's settings; cell i takes level (i >> k) & 1 of axis k, for the i with an
+// even number of high levels.
+func (g Grid) cells() []Setting {
+	if g.Jobs <= 0 {
+		return nil
+	}
+	var out []Setting
+	for i := range 32 {
+		if bits.OnesCount(uint(i))%2 != 0 {
+			continue
+		}
+		s := g.Base
+		lv := func(k int) int { return (i >> k) & 1 }
+		s.MemoryBytes = g.Memories[lv(0)]
+		s.GradScale = g.GradScale[lv(1)]
+		s.Oversub = g.Oversubs[lv(2)]
+		s.GPUs = g.GPUs[lv(3)]
+		s.Machines = g.Base.Machines * g.Base.GPUs / s.GPUs
+		s.Load = g.Loads[lv(4)]
+		out = append(out, s)
+	}
+	return out
+}
+
+// Run is one workload under several policies, repeated over the configuration's seeds.
 type Run struct {
 	Key     string
 	Label   string
 	Setting Setting
 	Source  string // "trace" or "synthetic"
 	Jobs    int
-	TooBig  int     // trace jobs larger than the cluster, left out
-	Offered float64 // the trace's own offered load on this cluster
-	Scale   float64 // submission times multiplied by this
-	Results []*sim.Result
+	TooBig  int             // trace jobs larger than the cluster, left out
+	Offered float64         // the trace's own offered load on this cluster
+	Scale   float64         // submission times multiplied by this
+	Results []*sim.Result   // the first seed's, for the per-job figures (CDFs, "why")
+	Seeds   [][]*sim.Result // [seed][policy]; Seeds[0] is Results
 	Wall    time.Duration
 }
 
-// Result returns a policy's result (nil if absent).
-func (r *Run) Result(policy string) *sim.Result {
-	for _, x := range r.Results {
-		if x.Policy == policy {
+// Result returns a policy's result under the first seed (nil if absent).
+func (r *Run) Result(policy string) *sim.Result { return r.seedResult(0, policy) }
+
+func (r *Run) seedResult(s int, policy string) *sim.Result {
+	for _, x := range r.Seeds[s] {
+		if x != nil && x.Policy == policy {
 			return x
 		}
 	}
 	return nil
 }
 
-// Mean returns a policy's mean JCT (NaN if absent).
-func (r *Run) Mean(policy string) float64 {
-	if x := r.Result(policy); x != nil {
-		return x.Summary.MeanJCT
+// perSeed is f of a policy's result under every seed (nil if the policy did not run).
+func (r *Run) perSeed(policy string, f func(*sim.Result) float64) []float64 {
+	var xs []float64
+	for s := range r.Seeds {
+		x := r.seedResult(s, policy)
+		if x == nil {
+			return nil
+		}
+		xs = append(xs, f(x))
 	}
-	return math.NaN()
+	return xs
 }
 
-// Gain is NetPack's reduction of mean JCT against a policy: 1 - netpack / other.
-func (r *Run) Gain(other string) float64 { return 1 - r.Mean("netpack")/r.Mean(other) }
+func meanJCT(x *sim.Result) float64 { return x.Summary.MeanJCT }
 
-// BestBaseline is the baseline with the lowest mean JCT (ties: first by name).
+// MeanCI is a policy's mean JCT over the seeds with its interval (NaN if absent).
+func (r *Run) MeanCI(policy string) ci { return tInterval(r.perSeed(policy, meanJCT)) }
+
+// Mean returns a policy's mean JCT averaged over the seeds (NaN if absent).
+func (r *Run) Mean(policy string) float64 { return r.MeanCI(policy).mean }
+
+// avg is f of a policy's results averaged over the seeds.
+func (r *Run) avg(policy string, f func(*sim.Result) float64) float64 {
+	return tInterval(r.perSeed(policy, f)).mean
+}
+
+// ratioCI is the mean JCT of policy pa in run a over that of pb in run b, paired by seed (both
+// runs draw the same workload per seed): the mean of the per-seed ratios with its interval.
+func ratioCI(a *Run, pa string, b *Run, pb string) ci {
+	xa, xb := a.perSeed(pa, meanJCT), b.perSeed(pb, meanJCT)
+	if xa == nil || xb == nil || len(xa) != len(xb) {
+		return tInterval(nil)
+	}
+	q := make([]float64, len(xa))
+	for i := range xa {
+		q[i] = xa[i] / xb[i]
+	}
+	return tInterval(q)
+}
+
+// gainCI is the reduction 1 - ratio of ratioCI, with the same interval.
+func gainCI(a *Run, pa string, b *Run, pb string) ci {
+	c := ratioCI(a, pa, b, pb)
+	c.mean = 1 - c.mean
+	return c
+}
+
+// GainOfCI is policy a's reduction of mean JCT against b in this run, 1 - a/b, paired by seed.
+func (r *Run) GainOfCI(a, b string) ci { return gainCI(r, a, r, b) }
+
+// GainCI is NetPack's reduction of mean JCT against a policy, paired by seed.
+func (r *Run) GainCI(other string) ci { return r.GainOfCI("netpack", other) }
+
+// Gain is GainCI's mean.
+func (r *Run) Gain(other string) float64 { return r.GainCI(other).mean }
+
+// BestBaseline is the baseline with the lowest mean JCT over the seeds (ties: first by name).
 func (r *Run) BestBaseline() string {
 	best, bm := "", math.Inf(1)
 	for _, x := range r.Results {
-		if x.Policy != "netpack" && isBaseline(x.Policy) && x.Summary.MeanJCT < bm {
-			best, bm = x.Policy, x.Summary.MeanJCT
+		if x != nil && isBaseline(x.Policy) {
+			if m := r.Mean(x.Policy); m < bm {
+				best, bm = x.Policy, m
+			}
 		}
 	}
 	return best
 }
 
-func isBaseline(p string) bool { return slices.Contains(netpack.PolicyNames(), p) && p != "netpack" }
+// isNetPack: NetPack's own placements ("netpack" and its earlier versions).
+func isNetPack(p string) bool { return p == "netpack" || strings.HasPrefix(p, "netpack-") }
+
+// isBaseline: every registered policy but NetPack's own placements is a baseline.
+func isBaseline(p string) bool { return slices.Contains(netpack.PolicyNames(), p) && !isNetPack(p) }
 
 // Report is every run of the evaluation.
 type Report struct {
 	Cfg       Config
 	Runs      map[string]*Run
+	Order     []string // run keys in the order of the experiments
+	NetPacks  []string // "netpack" first, then its earlier versions
 	Baselines []string
 	Images    []string
 }
@@ -166,6 +285,9 @@ const (
 	kNoPreempt = "no-preempt"
 	kNoPrio    = "prio-none"
 )
+
+func kGrid(i int) string    { return fmt.Sprintf("grid-%d", i) }
+func kGridSep(i int) string { return fmt.Sprintf("grid-%d-separate", i) }
 
 func kLoad(l float64) string    { return fmt.Sprintf("load-%g", l) }
 func kMem(m float64) string     { return fmt.Sprintf("mem-%g", m) }
@@ -234,6 +356,13 @@ func (cfg *Config) experiments(all []string) []exp {
 		add(exp{key: kSizeSep(m), label: fmt.Sprintf("synthetic, %d machines, separate estimation", racks*s.Machines), s: with(func(x *Setting) { *x = s; x.Mode = netpack.Separate }),
 			source: "size", machines: m, policies: []string{"netpack"}})
 	}
+	for i, s := range cfg.Grid.cells() {
+		label := fmt.Sprintf("grid: %.0f KiB, gradient x%g, %g:1, %d GPUs/machine, load %g", s.MemoryBytes/1024, s.GradScale, s.Oversub, s.GPUs, s.Load)
+		add(exp{key: kGrid(i), label: label, s: s, source: "grid", policies: all})
+		sep := s
+		sep.Mode = netpack.Separate
+		add(exp{key: kGridSep(i), label: label + ", separate estimation", s: sep, source: "grid", policies: []string{"netpack"}})
+	}
 	return es
 }
 
@@ -243,80 +372,108 @@ func (cfg *Config) logf(format string, a ...any) {
 	}
 }
 
-// workload prepares the jobs of an experiment: the trace (or a synthetic one) on its cluster,
-// arrivals scaled to its offered load, models from the image mix.
-func (cfg *Config) workload(e exp) (*sim.Workload, float64, float64, error) {
+// workload prepares the jobs of an experiment under one seed: the trace (jittered, its models
+// drawn by the seed) or a synthetic one on its cluster, arrivals scaled to its offered load.
+func (cfg *Config) workload(e exp, seed uint64) (*sim.Workload, float64, float64, error) {
 	c, err := e.s.Cluster()
 	if err != nil {
 		return nil, 0, 0, err
 	}
 	var tr *trace.Trace
+	mixSeed := uint64(0)
 	switch e.source {
 	case "trace":
-		tr = cfg.Trace
+		tr, mixSeed = cfg.Trace, seed
 	case "synthetic":
-		tr, err = trace.Synthetic(trace.SynthConfig{Jobs: cfg.SynthJobs, TotalGPUs: c.TotalGPUs(), Load: e.s.Load, MaxGPUs: c.TotalGPUs()}, cfg.Seed)
+		tr, err = trace.Synthetic(trace.SynthConfig{Jobs: cfg.SynthJobs, TotalGPUs: c.TotalGPUs(), Load: e.s.Load, MaxGPUs: c.TotalGPUs()}, seed)
 	case "size":
 		// Beyond 1,000 machines every job's GPU count grows with the cluster, so that a bounded
 		// number of jobs fills it (and a run stays within seconds).
 		tr, err = trace.Synthetic(trace.SynthConfig{Jobs: cfg.SizeJobs, TotalGPUs: c.TotalGPUs(), Load: e.s.Load, MaxGPUs: c.TotalGPUs(),
-			GPUScale: max(1, len(c.Machines)/1000)}, cfg.Seed)
+			GPUScale: max(1, len(c.Machines)/1000)}, seed)
+	case "grid":
+		tr, err = trace.Synthetic(trace.SynthConfig{Jobs: cfg.Grid.Jobs, TotalGPUs: c.TotalGPUs(), Load: e.s.Load, MaxGPUs: c.TotalGPUs()}, seed)
 	}
 	if err != nil {
 		return nil, 0, 0, err
 	}
+	// The offered load and its scale come from the trace as recorded, so every seed compresses
+	// the same week by the same factor.
 	offered, scale := tr.OfferedLoad(c.TotalGPUs()), 1.0
-	if e.source == "trace" && e.s.Load > 0 && offered > 0 {
-		scale = offered / e.s.Load
-		tr = tr.Scaled(scale)
+	if e.source == "trace" {
+		if e.s.Load > 0 && offered > 0 {
+			scale = offered / e.s.Load
+		}
+		tr = tr.Jittered(cfg.JitterSec, seed).Scaled(scale)
 	}
 	setup := sim.Setup{Cluster: c, Network: sim.Network{Slots: e.s.Slots}, INA: !e.s.NoINA, Mode: e.s.Mode, Interval: cfg.Interval,
-		Warmup: sim.DefaultWarmup(tr), Admission: e.s.Admission, Priority: e.s.Priority, Mix: netpack.ImageModels}
+		Warmup: sim.DefaultWarmup(tr), Admission: e.s.Admission, Priority: e.s.Priority, Mix: netpack.ImageModels, MixSeed: mixSeed,
+		GradScale: e.s.GradScale}
 	w, err := sim.Prepare(setup, tr)
 	return w, offered, scale, err
 }
 
-// Evaluate runs every experiment (runs in parallel, results in a fixed order) and draws the plots.
+// Evaluate runs every experiment under every seed (runs in parallel, results in a fixed order)
+// and draws the plots.
 func Evaluate(cfg Config) (*Report, error) {
 	all := netpack.PolicyNames()
 	if !slices.Contains(all, "netpack") {
 		return nil, fmt.Errorf("policy netpack is not registered (have %v)", all)
 	}
+	if len(cfg.Seeds) == 0 {
+		return nil, fmt.Errorf("no seeds")
+	}
+	if len(cfg.Policies) > 0 {
+		all = slices.DeleteFunc(all, func(p string) bool { return p != "netpack" && !slices.Contains(cfg.Policies, p) })
+	}
 	rep := &Report{Cfg: cfg, Runs: map[string]*Run{}}
+	rep.NetPacks = []string{"netpack"}
 	for _, p := range all {
-		if p != "netpack" {
+		switch {
+		case !isNetPack(p):
 			rep.Baselines = append(rep.Baselines, p)
+		case p != "netpack":
+			rep.NetPacks = append(rep.NetPacks, p)
 		}
 	}
 	es := cfg.experiments(all)
+	if len(cfg.Only) > 0 {
+		es = slices.DeleteFunc(es, func(e exp) bool { return !slices.Contains(cfg.Only, e.key) })
+	}
+	ns := len(cfg.Seeds)
 	type task struct {
-		e, p int
-		cost float64
+		e, s, p int
+		cost    float64
 	}
 	runs := make([]*Run, len(es))
-	ws := make([]*sim.Workload, len(es))
-	prep := make([]sync.Once, len(es))
-	perr := make([]error, len(es))
+	ws := make([][]*sim.Workload, len(es))
+	prep := make([][]sync.Once, len(es))
+	perr := make([][]error, len(es))
 	var tasks []task
 	for i, e := range es {
-		runs[i] = &Run{Key: e.key, Label: e.label, Setting: e.s, Source: e.source, Results: make([]*sim.Result, len(e.policies))}
-		for k, p := range e.policies {
-			// Expensive runs first, so the last ones finish together: spreading baselines couple
-			// the most jobs; large clusters have the most of them.
-			c := 1.0
-			switch p {
-			case "gpu-balance":
-				c = 6
-			case "tetris", "flow-balance":
-				c = 3
-			case "min-frag":
-				c = 2
+		runs[i] = &Run{Key: e.key, Label: e.label, Setting: e.s, Source: e.source, Seeds: make([][]*sim.Result, ns)}
+		ws[i], prep[i], perr[i] = make([]*sim.Workload, ns), make([]sync.Once, ns), make([]error, ns)
+		for s := range ns {
+			runs[i].Seeds[s] = make([]*sim.Result, len(e.policies))
+			for k, p := range e.policies {
+				// Expensive runs first, so the last ones finish together: spreading baselines
+				// couple the most jobs; large clusters have the most of them.
+				c := 1.0
+				switch p {
+				case "gpu-balance":
+					c = 6
+				case "tetris", "flow-balance":
+					c = 3
+				case "min-frag":
+					c = 2
+				}
+				if e.source == "size" {
+					c *= float64(e.machines) / 100
+				}
+				tasks = append(tasks, task{i, s, k, c})
 			}
-			if e.source == "size" {
-				c *= float64(e.machines) / 100
-			}
-			tasks = append(tasks, task{i, k, c})
 		}
+		runs[i].Results = runs[i].Seeds[0]
 	}
 	sort.SliceStable(tasks, func(a, b int) bool { return tasks[a].cost > tasks[b].cost })
 	workers := cfg.Workers
@@ -327,7 +484,7 @@ func Evaluate(cfg Config) (*Report, error) {
 	var firstErr error
 	left := make([]int, len(es))
 	for i, e := range es {
-		left[i] = len(e.policies)
+		left[i] = ns * len(e.policies)
 	}
 	start := make([]time.Time, len(es))
 	next := make(chan task)
@@ -338,36 +495,41 @@ func Evaluate(cfg Config) (*Report, error) {
 			defer wg.Done()
 			for t := range next {
 				e := es[t.e]
-				prep[t.e].Do(func() {
-					start[t.e] = time.Now()
-					var off, sc float64
-					ws[t.e], off, sc, perr[t.e] = cfg.workload(e)
-					if perr[t.e] == nil {
+				prep[t.e][t.s].Do(func() {
+					mu.Lock()
+					if start[t.e].IsZero() {
+						start[t.e] = time.Now()
+					}
+					mu.Unlock()
+					w, off, sc, err := cfg.workload(e, cfg.Seeds[t.s])
+					ws[t.e][t.s], perr[t.e][t.s] = w, err
+					if err == nil && t.s == 0 {
 						runs[t.e].Offered, runs[t.e].Scale = off, sc
-						runs[t.e].Jobs, runs[t.e].TooBig = len(ws[t.e].Jobs), len(ws[t.e].TooBig)
+						runs[t.e].Jobs, runs[t.e].TooBig = len(w.Jobs), len(w.TooBig)
 					}
 				})
-				if perr[t.e] != nil {
+				if err := perr[t.e][t.s]; err != nil {
 					mu.Lock()
-					firstErr = cmpErr(firstErr, fmt.Errorf("%s: %w", e.label, perr[t.e]))
+					firstErr = cmpErr(firstErr, fmt.Errorf("%s, seed %d: %w", e.label, cfg.Seeds[t.s], err))
 					mu.Unlock()
 					continue
 				}
 				p := e.policies[t.p]
 				t0 := time.Now()
-				res, err := ws[t.e].RunEstimating(p, e.estimate && p == "netpack", nil)
+				// The estimator is measured under the first seed only: section 6 reports one run.
+				res, err := ws[t.e][t.s].RunEstimating(p, e.estimate && p == "netpack" && t.s == 0, nil)
 				if cfg.Verbose {
-					cfg.logf("run:  %-62s %-14s %6.2f s", e.label, p, time.Since(t0).Seconds())
+					cfg.logf("run:  %-62s seed %-3d %-14s %6.2f s", e.label, cfg.Seeds[t.s], p, time.Since(t0).Seconds())
 				}
 				mu.Lock()
 				if err != nil {
-					firstErr = cmpErr(firstErr, fmt.Errorf("%s, %s: %w", e.label, p, err))
+					firstErr = cmpErr(firstErr, fmt.Errorf("%s, seed %d, %s: %w", e.label, cfg.Seeds[t.s], p, err))
 				} else {
-					runs[t.e].Results[t.p] = res
+					runs[t.e].Seeds[t.s][t.p] = res
 				}
 				if left[t.e]--; left[t.e] == 0 {
 					runs[t.e].Wall = time.Since(start[t.e])
-					cfg.logf("eval: %-62s %5d jobs %7.1f s", e.label, runs[t.e].Jobs, runs[t.e].Wall.Seconds())
+					cfg.logf("eval: %-62s %5d jobs x %d seeds %7.1f s", e.label, runs[t.e].Jobs, ns, runs[t.e].Wall.Seconds())
 				}
 				mu.Unlock()
 			}
@@ -383,6 +545,10 @@ func Evaluate(cfg Config) (*Report, error) {
 	}
 	for _, r := range runs {
 		rep.Runs[r.Key] = r
+		rep.Order = append(rep.Order, r.Key)
+	}
+	if len(cfg.Only) > 0 {
+		return rep, nil // a partial evaluation has no report, so no plots
 	}
 	return rep, rep.plots()
 }

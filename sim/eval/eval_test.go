@@ -26,6 +26,8 @@ func small(t *testing.T, dir string, workers int) (*Report, string) {
 	cfg.Oversubs = []float64{1, 4}
 	cfg.Sizes, cfg.SizeRack, cfg.SizeJobs, cfg.SynthJobs = []int{8, 16}, 4, 30, 40
 	cfg.ImgDir, cfg.ImgLink, cfg.Workers = filepath.Join(dir, "img"), "img", workers
+	cfg.Seeds = []uint64{1, 2}
+	cfg.Grid.Base.Racks, cfg.Grid.Base.Machines, cfg.Grid.Jobs = 2, 4, 30
 	return evaluate(t, cfg)
 }
 
@@ -49,7 +51,8 @@ func TestEvaluateSmall(t *testing.T) {
 	rep, md := small(t, dir, 0)
 	for _, want := range []string{"## Summary", "## 1. Setup", "## 2. Placement under equal admission", "## 3. Admission",
 		"## 4. Synthetic", "## 5. The earlier setting", "## 6. NetPack's estimator", "### 7.1 Offered load", "### 7.5 Cluster size",
-		"### 8.1 INA off", "### 8.2 Joint", "### 8.3 ESA", "## 9. Where NetPack loses", "## 10. Side by side", "| netpack |",
+		"### 8.1 INA off", "### 8.2 Joint", "### 8.3 ESA", "## 9. Every comparison point", "## 10. Side by side", "| netpack |",
+		"| netpack-v1 |", "## 12. Where the network decides", " ± ",
 		"up to 63%", "1.35x", "98% correlation", "tf_cnn_benchmarks"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
@@ -104,6 +107,7 @@ func TestEvaluateDegenerateTrace(t *testing.T) {
 	cfg.Legacy.Racks, cfg.Legacy.Machines = 1, 2
 	cfg.Loads, cfg.Memories, cfg.GPUs, cfg.Oversubs = []float64{0.9}, []float64{64 << 10}, []int{2}, []float64{4}
 	cfg.Sizes, cfg.SizeRack, cfg.SizeJobs, cfg.SynthJobs = []int{8}, 4, 20, 20
+	cfg.Seeds, cfg.Grid = []uint64{1}, Grid{}
 	cfg.ImgDir, cfg.ImgLink = filepath.Join(t.TempDir(), "img"), "img"
 	if _, md := evaluate(t, cfg); strings.Contains(md, "NaN") || !strings.Contains(md, "1 jobs larger than the cluster are left out") {
 		t.Errorf("report on a degenerate trace:\n%s", md)

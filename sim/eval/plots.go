@@ -3,13 +3,15 @@ package eval
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/inapack/inapack/sim/plot"
 	gplot "gonum.org/v1/plot"
 )
 
-// policies lists netpack first, then the baselines (the order of every figure and table).
-func (rep *Report) policies() []string { return append([]string{"netpack"}, rep.Baselines...) }
+// policies lists NetPack's placements first (netpack, then its earlier versions), then the
+// baselines: the order of every figure and table.
+func (rep *Report) policies() []string { return append(slices.Clone(rep.NetPacks), rep.Baselines...) }
 
 // sweep is one axis of the evaluation: its runs in x order.
 type sweep struct {
@@ -96,13 +98,13 @@ func (rep *Report) plots() error {
 		}
 		series = append(series, plot.Series{Name: pol, Values: jcts})
 		names = append(names, pol)
-		means = append(means, x.Summary.MeanJCT/3600)
+		means = append(means, main.Mean(pol)/3600) // over the seeds, like the knapsack bar
 	}
 	if k := rep.Runs[kKnapsack]; k != nil {
 		names = append(names, "netpack+ks")
 		means = append(means, k.Mean("netpack")/3600)
 	}
-	cdf, err := plot.CDF("JCT CDF, FIFO admission\n"+where, "JCT (hours)", series)
+	cdf, err := plot.CDF("JCT CDF, FIFO admission, first seed\n"+where, "JCT (hours)", series)
 	if err != nil {
 		return err
 	}

@@ -33,13 +33,16 @@ func (rep *Report) Markdown(w io.Writer) error {
 
 	p("## 2. Placement under equal admission (paper setting, trace)\n\n")
 	p("Every policy admits with FIFO and backfilling and gives ESA priorities by the same rule; they differ only in where ")
-	p("workers and the PS go and which jobs use INA. `%s`.\n\n", rep.cmd(main, ""))
+	p("workers and the PS go and which jobs use INA. One draw of it (the trace as recorded, models by job id alone): `%s`.\n\n", rep.cmd(main, ""))
 	rep.policyTable(p, main)
 	bb := main.BestBaseline()
-	p("\n**NetPack's placement gain against the best baseline (%s): %s** (%s h against %s h). Where each difference comes from (NetPack's figure first):\n\n",
-		bb, pct(main.Gain(bb)), hours(main.Mean("netpack")), hours(main.Mean(bb)))
+	p("\n**NetPack's placement gain against the best baseline (%s): %s** (%s h against %s h; %s). ",
+		bb, pctCI(main.GainCI(bb)), hoursCI(main.MeanCI("netpack")), hoursCI(main.MeanCI(bb)), sigWords(main.GainCI(bb)))
+	p("The earlier NetPack (netpack-v1, which prices only the harm to running jobs) against the same baseline: %s (%s); the new against it: %s (%s).\n\n",
+		pctCI(main.GainOfCI("netpack-v1", bb)), sigWords(main.GainOfCI("netpack-v1", bb)), pctCI(main.GainOfCI("netpack", "netpack-v1")), sigWords(main.GainOfCI("netpack", "netpack-v1")))
+	p("Where each difference comes from (NetPack's figure first; the first seed's runs):\n\n")
 	for _, b := range rep.Baselines {
-		p("- vs %s: NetPack's mean JCT %s its; %s.\n", b, rel(main.Gain(b)), why(main.Result("netpack"), main.Result(b)))
+		p("- vs %s: NetPack's mean JCT %s its; %s.\n", b, relCI(main.GainCI(b)), why(main.Result("netpack"), main.Result(b)))
 	}
 	p("\n")
 	p("![JCT CDF](%s/jct-cdf.svg)\n\n![mean JCT](%s/jct-mean.svg)\n\n", cfg.ImgLink, cfg.ImgLink)
@@ -48,25 +51,27 @@ func (rep *Report) Markdown(w io.Writer) error {
 		p("## 3. Admission: NetPack's knapsack against FIFO\n\n")
 		p("The same placers behind NetPack's knapsack admission (README of `netpack`: the most valuable set of waiting jobs ")
 		p("that fits, valued by the speed the network lets each reach and by age). The admission gain is each placer's own ")
-		p("FIFO run against its knapsack run.\n\n")
-		p("| policy | FIFO: mean JCT h | knapsack: mean JCT h | knapsack's reduction | knapsack: mean queue h |\n|---|---:|---:|---:|---:|\n")
+		p("FIFO run against its knapsack run, paired by seed.\n\n")
+		p("| policy | FIFO: mean JCT h | knapsack: mean JCT h | knapsack's reduction | significant | knapsack: mean queue h |\n|---|---:|---:|---:|---|---:|\n")
 		for _, pol := range rep.policies() {
-			f, kn := main.Result(pol), k.Result(pol)
-			p("| %s | %s | %s | %s | %s |\n", pol, hours(f.Summary.MeanJCT), hours(kn.Summary.MeanJCT), pct(1-kn.Summary.MeanJCT/f.Summary.MeanJCT), hours(kn.Summary.MeanQueue))
+			g := gainCI(k, pol, main, pol)
+			p("| %s | %s | %s | %s | %s | %s |\n", pol, hoursCI(main.MeanCI(pol)), hoursCI(k.MeanCI(pol)), pctCI(g), g.sig(),
+				hours(k.avg(pol, func(x *sim.Result) float64 { return x.Summary.MeanQueue })))
 		}
 		kb := k.BestBaseline()
+		both, each := gainCI(k, "netpack", main, bb), k.GainCI(kb)
 		p("\nNetPack with the knapsack against the best baseline with FIFO (%s), the paper's kind of comparison (placement and ", bb)
-		p("admission together): %s. With the knapsack for everyone, NetPack against the best baseline (%s): %s.\n\n",
-			pct(1-k.Mean("netpack")/main.Mean(bb)), kb, pct(k.Gain(kb)))
+		p("admission together): %s (%s). With the knapsack for everyone, NetPack against the best baseline (%s): %s (%s).\n\n",
+			pctCI(both), sigWords(both), kb, pctCI(each), sigWords(each))
 	}
 
 	if s := rep.Runs[kSynth]; s != nil {
 		p("## 4. Synthetic workload in the paper setting\n\n")
 		p("A synthetic trace of %d jobs calibrated to the whole-ITP statistics (`trace.Synthetic`: job-size shares, GPU-time ", cfg.SynthJobs)
-		p("shares, duration quantiles, inter-arrival CV 3.9) at offered load %g on the same cluster, seed %d.\n\n", ps.Load, cfg.Seed)
+		p("shares, duration quantiles, inter-arrival CV 3.9) at offered load %g on the same cluster, seeds %s.\n\n", ps.Load, rep.seedList())
 		rep.policyTable(p, s)
 		sb := s.BestBaseline()
-		p("\nNetPack against the best baseline (%s): %s (%s).\n\n", sb, pct(s.Gain(sb)), why(s.Result("netpack"), s.Result(sb)))
+		p("\nNetPack against the best baseline (%s): %s, %s (first seed: %s).\n\n", sb, pctCI(s.GainCI(sb)), sigWords(s.GainCI(sb)), why(s.Result("netpack"), s.Result(sb)))
 	}
 
 	if l := rep.Runs[kLegacy]; l != nil {
@@ -75,17 +80,20 @@ func (rep *Report) Markdown(w io.Writer) error {
 		p("With 8 GPUs per machine most jobs fit one machine and never use the network.\n\n")
 		rep.policyTable(p, l)
 		lb := l.BestBaseline()
-		p("\nNetPack against the best baseline (%s): %s.\n\n", lb, pct(l.Gain(lb)))
+		p("\nNetPack against the best baseline (%s): %s, %s.\n\n", lb, pctCI(l.GainCI(lb)), sigWords(l.GainCI(lb)))
 	}
 
 	rep.estimatorSection(p)
 	rep.sweepSections(p)
 	rep.ablations(p)
-	rep.losses(p)
+	rep.pointsSection(p)
+	rep.gridSection(p)
 	rep.papers(p)
 	rep.validationSection(p)
 
-	p("## Reproduce\n\n```sh\nmake evaluation      # this file and docs/img/*; TRACE=other.csv scripts/evaluation.sh for another trace\n%s\n```\n", rep.cmd(main, ""))
+	p("## Reproduce\n\n```sh\nmake evaluation      # this file and docs/img/*; TRACE=other.csv scripts/evaluation.sh for another trace\n")
+	p("netpack evaluate --trace %s --only main,no-ina --seeds %s   # a few experiments' comparison points, no report\n", rep.Cfg.TraceName, strings.ReplaceAll(rep.seedList(), " ", ""))
+	p("%s   # one draw: models by job id alone, no jitter\n```\n", rep.cmd(main, ""))
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -95,11 +103,24 @@ func (rep *Report) summary(p func(string, ...any)) {
 	main := rep.Runs[kMain]
 	bb := main.BestBaseline()
 	p("## Summary\n\n")
-	p("- **Placement, paper setting, equal admission:** NetPack's mean JCT is %s the best baseline's (%s) and %s the baselines' on average.\n",
-		rel(main.Gain(bb)), bb, rel(rep.meanGain(main)))
+	p("Every figure is a mean over %d seeds (each draws the trace's model assignment and arrival jitter, or the synthetic workload, afresh) ", len(rep.Cfg.Seeds))
+	p("with its 95%% Student-t interval (±); comparisons of policies are paired by seed, and a difference is *significant* when its interval excludes zero.\n\n")
+	p("- **Placement, paper setting, equal admission:** NetPack's mean JCT is %s the best baseline's (%s; %s) and %s the baselines' on average (%s).\n",
+		relCI(main.GainCI(bb)), bb, sigWords(main.GainCI(bb)), relCI(rep.meanGainCI(main)), sigWords(rep.meanGainCI(main)))
+	p("- **NetPack now against NetPack before (netpack-v1), paper setting:** %s (%s); netpack-v1 against %s: %s.\n",
+		pctCI(main.GainOfCI("netpack", "netpack-v1")), sigWords(main.GainOfCI("netpack", "netpack-v1")), bb, pctCI(main.GainOfCI("netpack-v1", bb)))
 	if k := rep.Runs[kKnapsack]; k != nil {
-		p("- **Admission, separately:** NetPack's knapsack instead of FIFO %s; NetPack with the knapsack against the best baseline with FIFO (placement and admission together, the paper's kind of comparison): %s it.\n",
-			change("NetPack's mean JCT", 1-k.Mean("netpack")/main.Mean("netpack")), rel(1-k.Mean("netpack")/main.Mean(bb)))
+		self, both := gainCI(k, "netpack", main, "netpack"), gainCI(k, "netpack", main, bb)
+		p("- **Admission, separately:** NetPack's knapsack instead of FIFO lowers NetPack's mean JCT by %s (%s); NetPack with the knapsack against the best baseline with FIFO (placement and admission together, the paper's kind of comparison): %s (%s).\n",
+			pctCI(self), sigWords(self), pctCI(both), sigWords(both))
+	}
+	if off := rep.Runs[kNoINA]; off != nil {
+		ob := off.BestBaseline()
+		p("- **INA off:** NetPack against the best baseline (%s): %s (%s).\n", ob, pctCI(off.GainCI(ob)), sigWords(off.GainCI(ob)))
+	}
+	if atp := rep.Runs[kATP]; atp != nil {
+		q := ratioCI(atp, "netpack", main, "netpack")
+		p("- **ESA against ATP:** NetPack's mean JCT with ATP slots is %s its mean JCT with ESA (%s).\n", ratioText(q), sigWords(ci{q.mean - 1, q.half, q.n}))
 	}
 	if r := main.Result("netpack"); r.Summary.EstMAPE > 0 {
 		lo, hi := rep.Cfg.Loads[0], rep.Cfg.Loads[len(rep.Cfg.Loads)-1]
@@ -114,9 +135,38 @@ func (rep *Report) summary(p func(string, ...any)) {
 				v.Switch, j.R, j.MAPE, t.R, t.MAPE, j.N, v.Mixes)
 		}
 	}
-	wins, ties, losses := rep.tally()
-	p("- **Over all %d comparison points** (settings, sweeps, ablations): NetPack beats the best baseline by more than 1%% in %d, ties within 1%% in %d, loses in %d (section 9 says where and why).\n\n",
-		wins+ties+losses, wins, ties, losses)
+	wins, ties, sigTies, losses := rep.tally(rep.points(), func(pt point) ci { return pt.gain })
+	ow, ot, ost, ol := rep.tally(rep.points(), func(pt point) ci { return pt.old })
+	p("- **Over all %d comparison points** (settings, sweeps, ablations; section 9): NetPack wins significantly against the best baseline in %d, ties in %d (%d of them significantly worse but by less than 1%%), and is more than 1%% worse in %d. ",
+		wins+ties+losses, wins, ties, sigTies, losses)
+	p("netpack-v1: %d wins, %d ties (%d significantly worse within 1%%), %d losses.\n", ow, ot, ost, ol)
+	if g := rep.gridSummary(); g != "" {
+		p("- **Where the network decides (section 12):** %s\n", g)
+	}
+	p("\n")
+}
+
+// sigWords says whether a paired difference is significant at 5%.
+func sigWords(c ci) string {
+	switch {
+	case c.n < 2:
+		return "one seed: no interval"
+	case c.above() || c.below():
+		return "significant"
+	}
+	return "not significant"
+}
+
+// relCI is rel with the interval of the reduction.
+func relCI(g ci) string {
+	if math.IsNaN(g.half) {
+		return rel(g.mean)
+	}
+	switch {
+	case g.mean < 0:
+		return fmt.Sprintf("%s ± %s higher than", pct1(-g.mean), pct1(g.half))
+	}
+	return fmt.Sprintf("%s ± %s lower than", pct1(g.mean), pct1(g.half))
 }
 
 // corr formats a correlation (n/a when undefined: fewer than 3 jobs or no spread).
@@ -208,7 +258,11 @@ func (rep *Report) setup(p func(string, ...any)) {
 		s.MemoryBytes/esa*8/1e9, s.MemoryBytes/atp*8/1e9)
 	p("against %.0f Gbit/s of host NICs per rack. In the simulator a job's chunks in flight are also bounded by the slots (%.0f chunks per RTT: %.0f Gbit/s at %.0f µs).\n",
 		float64(s.Machines)*s.NICGbps, slots, slots*float64(4*wire.NumValues)*8/s.RTTSec/1e9, s.RTTSec*1e6)
-	p("- **Models:** the explainer's \"standard image models\"; each job gets one of them by a hash of its id (uniform, independent of size; the trace has no model names). ")
+	p("- **Seeds:** every experiment runs under seeds %s. A seed draws each trace job's model (a hash of the seed and the job id) and moves each trace arrival by a uniform draw in ±%.0f s before the arrivals are compressed (the order of arrivals minutes apart is incidental to a trace); for the synthetic workloads it draws the whole trace. ",
+		rep.seedList(), cfg.JitterSec)
+	p("Figures are means over the seeds with 95%% Student-t intervals (t with seeds − 1 degrees of freedom); a comparison of two policies, or of two settings, is paired by seed (the interval of the per-seed differences). ")
+	p("Per-job figures (CDFs, the \"why\" columns, the estimator's error) are the first seed's.\n")
+	p("- **Models:** the explainer's \"standard image models\"; each job gets one of them by a hash of the seed and its id (uniform, independent of size; the trace has no model names). ")
 	p("Parameters from the reference implementations, iteration times from TensorFlow's published tf_cnn_benchmarks on one NVIDIA Tesla P100 (DGX-1, synthetic data, May 2017):\n\n")
 	p("| model | parameters | gradient MB | batch/GPU | iteration s (P100) | compute-bound flow Gbit/s |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, n := range netpack.ImageModels {
@@ -235,21 +289,24 @@ func (rep *Report) memList() string {
 
 // policyTable is the per-policy table of one run.
 func (rep *Report) policyTable(p func(string, ...any), r *Run) {
-	p("| policy | mean JCT h | median h | p95 h | mean queue h | mean run h | GPU util | uplink util | chunks aggregated | multi-rack jobs | NetPack's reduction of mean JCT |\n")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("Means over the seeds; the mean JCT and NetPack's reduction (paired by seed) with their 95%% intervals.\n\n")
+	p("| policy | mean JCT h | median h | p95 h | mean queue h | mean run h | GPU util | uplink util | chunks aggregated | multi-rack jobs | NetPack's reduction of mean JCT | significant |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, pol := range rep.policies() {
-		x := r.Result(pol)
-		if x == nil {
+		if r.Result(pol) == nil {
 			continue
 		}
-		st := statsOf(x)
-		red := "-"
+		red, sig := "-", "-"
 		if pol != "netpack" {
-			red = pct(r.Gain(pol))
+			g := r.GainCI(pol)
+			red, sig = pctCI(g), g.sig()
 		}
-		m := x.Summary
-		p("| %s | %s | %s | %s | %s | %s | %.0f%% | %.0f%% | %.0f%% | %d | %s |\n", pol, hours(m.MeanJCT), hours(m.MedianJCT), hours(m.P95JCT),
-			hours(st.queue), hours(st.run), 100*m.GPUUtil, 100*m.UplinkUtil, 100*m.INAFraction, m.MultiRackJobs, red)
+		a := func(f func(*sim.Result) float64) float64 { return r.avg(pol, f) }
+		p("| %s | %s | %s | %s | %s | %s | %.0f%% | %.0f%% | %.0f%% | %.0f | %s | %s |\n", pol, hoursCI(r.MeanCI(pol)),
+			hours(a(func(x *sim.Result) float64 { return x.Summary.MedianJCT })), hours(a(func(x *sim.Result) float64 { return x.Summary.P95JCT })),
+			hours(a(func(x *sim.Result) float64 { return statsOf(x).queue })), hours(a(func(x *sim.Result) float64 { return statsOf(x).run })),
+			100*a(func(x *sim.Result) float64 { return x.Summary.GPUUtil }), 100*a(func(x *sim.Result) float64 { return x.Summary.UplinkUtil }),
+			100*a(func(x *sim.Result) float64 { return x.Summary.INAFraction }), a(func(x *sim.Result) float64 { return float64(x.Summary.MultiRackJobs) }), red, sig)
 	}
 }
 
@@ -294,7 +351,7 @@ func (rep *Report) sweepSections(p func(string, ...any)) {
 	p("One parameter at a time away from the paper setting (the trace, equal FIFO admission), and cluster size with synthetic workloads ")
 	p("(%d ITP-shaped jobs per size at offered load %g, racks of %d machines; beyond 1,000 machines every job's GPU count is multiplied by machines / 1,000 so that the jobs still fill the cluster). ",
 		rep.Cfg.SizeJobs, rep.Cfg.Paper.Load, rep.Cfg.SizeRack)
-	p("Mean JCT in hours; the last rows give the best baseline and NetPack's reduction against it.\n\n")
+	p("Mean JCT in hours over the seeds (± its 95%% interval); the last rows give the best baseline and the reductions against it, paired by seed.\n\n")
 	for i, s := range rep.sweeps() {
 		p("### 7.%d %s\n\n| policy |", i+1, strings.ToUpper(s.name[:1])+s.name[1:])
 		for _, x := range s.xs {
@@ -304,7 +361,7 @@ func (rep *Report) sweepSections(p func(string, ...any)) {
 		for _, pol := range rep.policies() {
 			p("| %s |", pol)
 			for _, r := range s.runs {
-				p(" %s |", hours(r.Mean(pol)))
+				p(" %s |", hoursCI(r.MeanCI(pol)))
 			}
 			p("\n")
 		}
@@ -312,9 +369,16 @@ func (rep *Report) sweepSections(p func(string, ...any)) {
 		for _, r := range s.runs {
 			p(" %s |", r.BestBaseline())
 		}
-		p("\n| NetPack's reduction vs best |")
+		for _, np := range rep.NetPacks {
+			p("\n| %s's reduction vs best |", np)
+			for _, r := range s.runs {
+				p(" %s |", pctCI(r.GainOfCI(np, r.BestBaseline())))
+			}
+		}
+		p("\n| netpack significantly better / worse |")
 		for _, r := range s.runs {
-			p(" %s |", pct(r.Gain(r.BestBaseline())))
+			g := r.GainCI(r.BestBaseline())
+			p(" %s |", map[bool]string{true: "better", false: map[bool]string{true: "worse", false: "no"}[g.below()]}[g.above()])
 		}
 		p("\n\n![%s](%s/%s.svg)\n\n", s.name, rep.Cfg.ImgLink, s.file)
 	}
@@ -329,27 +393,30 @@ func (rep *Report) ablations(p func(string, ...any)) {
 		for _, pol := range rep.policies() {
 			on, no := "-", "-"
 			if pol != "netpack" {
-				on, no = pct(main.Gain(pol)), pct(off.Gain(pol))
+				on, no = pctCI(main.GainCI(pol)), pctCI(off.GainCI(pol))
 			}
-			p("| %s | %s | %s | %s | %s |\n", pol, hours(main.Mean(pol)), hours(off.Mean(pol)), on, no)
+			p("| %s | %s | %s | %s | %s |\n", pol, hoursCI(main.MeanCI(pol)), hoursCI(off.MeanCI(pol)), on, no)
 		}
-		ob := off.BestBaseline()
-		p("\nWith INA off NetPack's reduction against the best baseline (%s) is %s (%s with INA on).\n\n", ob, pct(off.Gain(ob)), pct(main.Gain(main.BestBaseline())))
+		ob, bb := off.BestBaseline(), main.BestBaseline()
+		p("\nWith INA off NetPack's reduction against the best baseline (%s) is %s, %s (%s with INA on, %s).\n\n", ob, pctCI(off.GainCI(ob)), sigWords(off.GainCI(ob)),
+			pctCI(main.GainCI(bb)), sigWords(main.GainCI(bb)))
 	}
 	p("### 8.2 Joint against separate estimation\n\nNetPack scoring with the separate estimator (bandwidth assuming INA never runs out, INA capacity ignoring links, the smaller of the two), same simulator.\n\n")
-	p("| workload | joint: mean JCT h | separate: mean JCT h | joint's reduction |\n|---|---:|---:|---:|\n")
+	p("| workload | joint: mean JCT h | separate: mean JCT h | joint's reduction | significant |\n|---|---:|---:|---:|---|\n")
 	for _, row := range rep.jointRows() {
-		p("| %s | %s | %s | %s |\n", row.name, hours(row.joint), hours(row.sep), pct(1-row.joint/row.sep))
+		g := gainCI(row.joint, "netpack", row.sep, "netpack")
+		p("| %s | %s | %s | %s | %s |\n", row.name, hoursCI(row.joint.MeanCI("netpack")), hoursCI(row.sep.MeanCI("netpack")), pctCI(g), g.sig())
 	}
 	p("\n### 8.3 ESA against ATP, preemption and priorities\n\n")
 	p("ESA: slot freed when the aggregation completes, a higher priority preempts a lower one. ATP: slot held until the PS's result passes back, no preemption. ")
 	p("Every policy gets the same priorities (by job size), or none.\n\n")
-	p("| policy | ESA h | ESA, no preemption h | ATP h | ESA, all priorities 0 h | ATP / ESA |\n|---|---:|---:|---:|---:|---:|\n")
+	p("| policy | ESA h | ESA, no preemption h | ATP h | ESA, all priorities 0 h | ATP / ESA (paired by seed) |\n|---|---:|---:|---:|---:|---:|\n")
 	atp, np, np0 := rep.Runs[kATP], rep.Runs[kNoPreempt], rep.Runs[kNoPrio]
 	same := true
 	for _, pol := range rep.policies() {
-		p("| %s | %s | %s | %s | %s | %.2fx |\n", pol, hours(main.Mean(pol)), hours(np.Mean(pol)), hours(atp.Mean(pol)), hours(np0.Mean(pol)), atp.Mean(pol)/main.Mean(pol))
-		same = same && np.Mean(pol) == np0.Mean(pol)
+		q := ratioCI(atp, pol, main, pol)
+		p("| %s | %s | %s | %s | %s | %s |\n", pol, hoursCI(main.MeanCI(pol)), hoursCI(np.MeanCI(pol)), hoursCI(atp.MeanCI(pol)), hoursCI(np0.MeanCI(pol)), ratioText(q))
+		same = same && slices.Equal(np.perSeed(pol, meanJCT), np0.perSeed(pol, meanJCT))
 	}
 	if same {
 		p("\nESA without preemption and ESA with every priority 0 give the same runs: priorities act only through preemption, and equal priorities never preempt. ")
@@ -360,79 +427,79 @@ func (rep *Report) ablations(p func(string, ...any)) {
 
 type jointRow struct {
 	name       string
-	joint, sep float64
+	joint, sep *Run
 }
 
 func (rep *Report) jointRows() []jointRow {
 	var out []jointRow
 	if s := rep.Runs[kSeparate]; s != nil {
-		out = append(out, jointRow{"trace, paper setting", rep.Runs[kMain].Mean("netpack"), s.Mean("netpack")})
+		out = append(out, jointRow{"trace, paper setting", rep.Runs[kMain], s})
 	}
 	for _, l := range rep.Cfg.Loads {
 		if l == rep.Cfg.Paper.Load {
 			continue
 		}
 		if s := rep.Runs[kLoadSep(l)]; s != nil {
-			out = append(out, jointRow{fmt.Sprintf("trace, load %g", l), rep.Runs[kLoad(l)].Mean("netpack"), s.Mean("netpack")})
+			out = append(out, jointRow{fmt.Sprintf("trace, load %g", l), rep.Runs[kLoad(l)], s})
 		}
 	}
 	for _, m := range rep.Cfg.Sizes {
 		if s := rep.Runs[kSizeSep(m)]; s != nil {
 			r := rep.Runs[kSize(m)]
-			out = append(out, jointRow{fmt.Sprintf("synthetic, %d machines", r.Setting.Racks*r.Setting.Machines), r.Mean("netpack"), s.Mean("netpack")})
+			out = append(out, jointRow{fmt.Sprintf("synthetic, %d machines", r.Setting.Racks*r.Setting.Machines), r, s})
 		}
 	}
 	return out
 }
 
 // points are every comparison of NetPack against the baselines under one admission rule.
-func (rep *Report) points() []*Run {
-	var out []*Run
+func (rep *Report) points() []point {
+	var out []point
 	for _, k := range []string{kMain, kSynth, kLegacy, kKnapsack, kNoINA, kATP, kNoPreempt, kNoPrio} {
 		if r := rep.Runs[k]; r != nil {
-			out = append(out, r)
+			out = append(out, rep.pointOf(r))
 		}
 	}
 	for _, s := range rep.sweeps() {
 		for _, r := range s.runs {
 			if r.Key != kMain {
-				out = append(out, r)
+				out = append(out, rep.pointOf(r))
 			}
 		}
 	}
 	return out
 }
 
-func (rep *Report) tally() (wins, ties, losses int) {
-	for _, r := range rep.points() {
-		switch g := r.Gain(r.BestBaseline()); {
-		case g > 0.01:
-			wins++
-		case g < -0.01:
-			losses++
-		default:
-			ties++
+// pointsSection is every comparison point: NetPack, netpack-v1 and the best baseline, with the
+// intervals and the verdict, then where NetPack is still worse and why.
+func (rep *Report) pointsSection(p func(string, ...any)) {
+	pts := rep.points()
+	p("## 9. Every comparison point: NetPack, netpack-v1 and the best baseline\n\n")
+	p("netpack prices the fragmentation a placement leaves for the jobs that will queue (netpack README, \"Fragmentation\"); netpack-v1 is the same placer without that price ")
+	p("(the NetPack of the evaluation before). Reductions of mean JCT against the best baseline of each point (the baseline with the lowest mean over the seeds), ")
+	p("paired by seed, with 95%% intervals. Verdict on netpack: *win* when the interval lies above 0, *loss* when its mean JCT is more than 1%% above the best baseline's, ")
+	p("*tie* otherwise (*tie, significantly worse* when the interval lies below 0 but the mean is within 1%%).\n\n")
+	p("| setting | best baseline | its mean JCT h | netpack h | netpack vs best | netpack-v1 vs best | netpack vs netpack-v1 | verdict |\n|---|---|---:|---:|---:|---:|---:|---|\n")
+	for _, pt := range pts {
+		r := pt.run
+		p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Label, pt.best, hoursCI(r.MeanCI(pt.best)), hoursCI(r.MeanCI("netpack")),
+			pctCI(pt.gain), pctCI(pt.old), pctCI(pt.newVsOld), pt.verdict())
+	}
+	var worse []point
+	for _, pt := range pts {
+		if pt.gain.mean < -0.01 || pt.gain.below() {
+			worse = append(worse, pt)
 		}
 	}
-	return
-}
-
-// losses is the table of where NetPack loses, with the figures that explain it.
-func (rep *Report) losses(p func(string, ...any)) {
-	p("## 9. Where NetPack loses, and why\n\n")
-	p("Every comparison point where the best baseline's mean JCT is more than 1%% below NetPack's. \"Why\" compares the two runs: ")
-	p("whether the difference is in queueing or in running, and the placement figures behind it.\n\n")
-	p("| setting | NetPack h | best baseline | its h | NetPack's loss | why |\n|---|---:|---|---:|---:|---|\n")
-	n := 0
-	for _, r := range rep.points() {
-		bb := r.BestBaseline()
-		if g := r.Gain(bb); g < -0.01 {
-			n++
-			p("| %s | %s | %s | %s | %s | %s |\n", r.Label, hours(r.Mean("netpack")), bb, hours(r.Mean(bb)), pct(-g), why(r.Result("netpack"), r.Result(bb)))
-		}
+	p("\n### 9.1 Where NetPack is worse, and why\n\n")
+	if len(worse) == 0 {
+		p("At no point is NetPack's mean JCT significantly above the best baseline's.\n\n")
+		return
 	}
-	if n == 0 {
-		p("| (none) | | | | | |\n")
+	p("Every point whose interval lies below 0 or whose mean is more than 1%% below. \"Why\" compares the two first-seed runs: whether the difference is in queueing or in running, and the placement figures behind it.\n\n")
+	p("| setting | best baseline | netpack vs best | why |\n|---|---|---:|---|\n")
+	for _, pt := range worse {
+		p("| %s | %s | %s | %s |\n", pt.run.Label, pt.best, pctCI(pt.gain), why(pt.run.Result("netpack"), pt.run.Result(pt.best)))
 	}
 	p("\n")
 }
@@ -444,7 +511,7 @@ func (rep *Report) papers(p func(string, ...any)) {
 	p("## 10. Side by side with the papers\n\n| claim | paper | here |\n|---|---|---|\n")
 	k := rep.Runs[kKnapsack]
 	p("| lower mean JCT than the best prior placement, production trace | 45%% (NetPack) | %s (placement, equal FIFO admission, vs %s); %s with NetPack's knapsack against %s with FIFO; %s vs the mean of the baselines |\n",
-		pct(main.Gain(bb)), bb, pct(1-k.Mean("netpack")/main.Mean(bb)), bb, pct(rep.meanGain(main)))
+		pctCI(main.GainCI(bb)), bb, pctCI(gainCI(k, "netpack", main, bb)), bb, pctCI(rep.meanGainCI(main)))
 	var avg, mx float64
 	var mxWho string
 	var sizes []*Run
@@ -458,15 +525,15 @@ func (rep *Report) papers(p func(string, ...any)) {
 		}
 	}
 	p("| larger simulated clusters | up to 78%% | up to %s against any baseline (%s) |\n", pct(mx), mxWho)
-	p("| average across 100 to 10,000 machines | 31%% | %s against the best baseline at each size (synthetic) |\n", pct(avg))
+	p("| average across 100 to 10,000 machines | 31%% | %s against the best baseline at each size (synthetic; mean of the sizes' seed means) |\n", pct1(avg))
 	jmax := math.Inf(-1)
 	for _, row := range rep.jointRows() {
-		jmax = math.Max(jmax, 1-row.joint/row.sep)
+		jmax = math.Max(jmax, gainCI(row.joint, "netpack", row.sep, "netpack").mean)
 	}
 	p("| joint over separate estimation | up to 63%% | up to %s (section 8.2) |\n", pct(jmax))
 	if off := rep.Runs[kNoINA]; off != nil {
 		ob := off.BestBaseline()
-		p("| NetPack's gain kept with INA disabled | 87-92%% | %s against the best baseline with INA off (%s with INA on) |\n", pct(off.Gain(ob)), pct(main.Gain(bb)))
+		p("| NetPack's gain kept with INA disabled | 87-92%% | %s against the best baseline with INA off (%s with INA on) |\n", pctCI(off.GainCI(ob)), pctCI(main.GainCI(bb)))
 	}
 	var best float64
 	var who string
@@ -498,4 +565,13 @@ func (rep *Report) cmd(r *Run, extra string) string {
 		c += fmt.Sprintf(" --arrival-scale %.4f", r.Scale)
 	}
 	return c + extra
+}
+
+// seedList is the seeds in words.
+func (rep *Report) seedList() string {
+	var ss []string
+	for _, s := range rep.Cfg.Seeds {
+		ss = append(ss, fmt.Sprint(s))
+	}
+	return strings.Join(ss, ", ")
 }

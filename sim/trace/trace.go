@@ -4,6 +4,8 @@ package trace
 import (
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"sort"
 )
 
@@ -131,5 +133,23 @@ func (t *Trace) Scaled(f float64) *Trace {
 	for i := range c.Jobs {
 		c.Jobs[i].Submit = t0 + (c.Jobs[i].Submit-t0)*f
 	}
+	return c
+}
+
+// Jittered is a copy with every submission time moved by an independent uniform draw in
+// [-sec, +sec] (never before the first submission), re-sorted: the order of arrivals within a few
+// minutes of each other is incidental to a trace, so each seed is another plausible week with the
+// same jobs. Deterministic per seed; sec <= 0 returns an unchanged copy.
+func (t *Trace) Jittered(sec float64, seed uint64) *Trace {
+	c := &Trace{Jobs: append([]Job(nil), t.Jobs...), Skipped: t.Skipped, Incomplete: t.Incomplete}
+	if sec <= 0 || len(c.Jobs) == 0 {
+		return c
+	}
+	t0 := c.Jobs[0].Submit
+	rng := rand.New(rand.NewPCG(seed, 0x6a69747465720000)) // "jitter"
+	for i := range c.Jobs {
+		c.Jobs[i].Submit = math.Max(t0, c.Jobs[i].Submit+(2*rng.Float64()-1)*sec)
+	}
+	sortJobs(c.Jobs)
 	return c
 }

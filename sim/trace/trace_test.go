@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -257,5 +258,45 @@ func TestSyntheticErrors(t *testing.T) {
 		if j.GPUs > 8 {
 			t.Fatalf("job of %d GPUs above MaxGPUs", j.GPUs)
 		}
+	}
+}
+
+// Jittered moves every arrival by at most sec, keeps the jobs (sorted, none before the first
+// arrival), is the same for a seed and differs between seeds.
+func TestJittered(t *testing.T) {
+	tr, err := Synthetic(SynthConfig{Jobs: 200, JobsPerHour: 30}, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := map[string]float64{}
+	for _, j := range tr.Jobs {
+		orig[j.ID] = j.Submit
+	}
+	a, b, c := tr.Jittered(300, 1), tr.Jittered(300, 1), tr.Jittered(300, 2)
+	if len(a.Jobs) != len(tr.Jobs) {
+		t.Fatalf("%d jobs after jitter, want %d", len(a.Jobs), len(tr.Jobs))
+	}
+	moved, differ := 0, 0
+	for i, j := range a.Jobs {
+		if d := math.Abs(j.Submit - orig[j.ID]); d > 300 {
+			t.Errorf("job %s moved %v s, more than 300", j.ID, d)
+		} else if d > 0 {
+			moved++
+		}
+		if i > 0 && j.Submit < a.Jobs[i-1].Submit || j.Submit < tr.Jobs[0].Submit {
+			t.Fatalf("job %s at %v: out of order or before the first arrival", j.ID, j.Submit)
+		}
+		if j != b.Jobs[i] {
+			t.Fatal("the same seed jittered differently")
+		}
+		if j != c.Jobs[i] {
+			differ++
+		}
+	}
+	if moved < len(a.Jobs)/2 || differ == 0 {
+		t.Errorf("jitter moved %d of %d jobs, seeds 1 and 2 differ at %d", moved, len(a.Jobs), differ)
+	}
+	if z := tr.Jittered(0, 1); !slices.Equal(z.Jobs, tr.Jobs) {
+		t.Error("jitter 0 changed the trace")
 	}
 }
