@@ -17,7 +17,9 @@ import (
 	"github.com/inapack/inapack/controlplane/topology"
 	"github.com/inapack/inapack/emu"
 	"github.com/inapack/inapack/internal/procs"
+	"github.com/inapack/inapack/netpack"
 	"github.com/inapack/inapack/scheduler"
+	"github.com/inapack/inapack/sim/eval"
 )
 
 // clusterFlags are what demo and validate share: the emulated cluster and NetPack's model of it.
@@ -52,12 +54,21 @@ func Demo(args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ExitOnError)
 	cf := addClusterFlags(fs, "build/cluster-demo")
 	tracePath := fs.String("trace", "scheduler/examples/demo-trace.json", "jobs with submit times (JSON)")
-	policies := fs.String("policies", "netpack,gpu-balance", "placement policies to run the trace under, in order")
+	policies := fs.String("policies", "netpack,gpu-balance", "placement policies to run the trace under, in order (all: every registered one)")
+	repeat := fs.Int("repeat", 1, "run every policy this many times, in rounds (each round runs every policy once, so load drift hits all alike)")
+	summaryPath := fs.String("summary", "", "write the policies' measured and simulated mean JCTs to this JSON file (the evaluation report's section 11 reads docs/packets-summary.json)")
 	timeout := fs.Duration("timeout", 6*time.Minute, "give up on a policy's run after this long")
 	work := fs.Float64("work", 1, "scale every job's iterations (e.g. 0.2 for BMv2, an order of magnitude slower)")
 	fs.Parse(args)
 	if !(*work > 0) {
 		return fmt.Errorf("--work %v: want a positive factor", *work)
+	}
+	if *repeat < 1 {
+		return fmt.Errorf("--repeat %d: want 1 or more", *repeat)
+	}
+	pols := strings.Split(*policies, ",")
+	if *policies == "all" {
+		pols = netpack.PolicyNames()
 	}
 	if os.Geteuid() != 0 {
 		fmt.Println("SKIP: cluster-demo needs root (network namespaces, veth links, AF_PACKET): run make cluster-demo as root")
@@ -86,27 +97,46 @@ func Demo(args []string) error {
 	defer stop()
 	fmt.Printf("cluster-demo: switch=%s topology=%s (%d machines, %d GPUs) trace=%s (%d jobs) logs=%s\n",
 		target, *cf.topology, len(cluster.Hosts), cluster.Model.TotalGPUs(), *tracePath, len(trace), *cf.dir)
-	var runs []*traceRun
+	var runs []*traceRun // the first round's
 	var problems []string
 	var cal *calibration
-	for i, pol := range strings.Split(*policies, ",") {
-		rctx, cancel := context.WithTimeout(ctx, *timeout)
-		r, err := runTrace(rctx, cf, target, bmv2JSON, p4info, pol, fmt.Sprintf("%s%d", *cf.prefix, i), trace, cal == nil, *work)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("%s: %w", pol, err)
+	sum := eval.Packets{Switch: target, Topology: *cf.topology, Trace: *tracePath, Jobs: len(trace), Repeats: *repeat, Work: *work}
+	for round := range *repeat {
+		for i, pol := range pols {
+			load := loadAvg1()
+			rctx, cancel := context.WithTimeout(ctx, *timeout)
+			r, err := runTrace(rctx, cf, target, bmv2JSON, p4info, pol, fmt.Sprintf("%s%d", *cf.prefix, i), trace, cal == nil, *work)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("%s (round %d): %w", pol, round+1, err)
+			}
+			if cal == nil {
+				cal = r.cal
+			}
+			problems = append(problems, r.problems...)
+			if round == 0 {
+				// The simulator is deterministic for a calibration: one prediction per policy.
+				if r.predicted, err = predictJCT(topo, *cal, pol, trace); err != nil {
+					return fmt.Errorf("simulating %s: %w", pol, err)
+				}
+				runs = append(runs, r)
+				sum.Policies = append(sum.Policies, eval.PacketPolicy{Policy: pol, SimMeanJCT: round3(meanOf(r.predicted, trace))})
+			}
+			pp := &sum.Policies[i]
+			pp.MeasuredMeanJCT = append(pp.MeasuredMeanJCT, round3(measuredMean(r, trace)))
+			pp.Load1 = append(pp.Load1, round3(load))
 		}
-		if cal == nil {
-			cal = r.cal
-		}
-		problems = append(problems, r.problems...)
-		r.predicted, err = predictJCT(topo, *cal, pol, trace)
-		if err != nil {
-			return fmt.Errorf("simulating %s: %w", pol, err)
-		}
-		runs = append(runs, r)
 	}
 	printDemo(os.Stdout, trace, runs)
+	if *repeat > 1 || len(pols) > 2 {
+		sum.Table(os.Stdout)
+	}
+	if *summaryPath != "" && len(problems) == 0 {
+		if err := writePackets(*summaryPath, &sum); err != nil {
+			return err
+		}
+		fmt.Printf("cluster-demo: wrote %s\n", *summaryPath)
+	}
 	if len(problems) > 0 {
 		fmt.Printf("cluster-demo: FAIL: %s\n", strings.Join(problems, "; "))
 		return errors.New("not every job completed exact")

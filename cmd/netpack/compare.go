@@ -110,6 +110,7 @@ func runEvaluate(args []string) error {
 	synthJobs := fs.Int("synthetic-jobs", d.SynthJobs, "jobs of the synthetic workload in the paper setting")
 	seeds := fs.String("seeds", uints(d.Seeds), "seeds every experiment is repeated over (model draws and arrival jitter of the trace, synthetic workloads); 95% intervals need two or more")
 	jitter := fs.Float64("jitter", d.JitterSec, "seconds each trace arrival moves by, uniformly in ±jitter, per seed")
+	packetsPath := fs.String("packets", "docs/packets-summary.json", "the policies on an emulated cluster (ina-cluster demo --summary) to show in section 11; a missing file is left out")
 	pols := fs.String("policies", "", "with -only: run only these policies besides netpack (comma-separated)")
 	only := fs.String("only", "", "run only these experiments (comma-separated keys as in the log, e.g. main,no-ina) and print their comparison; no report")
 	verbose := fs.Bool("v", false, "log every run's wall time to stderr (experiments are always logged)")
@@ -177,6 +178,9 @@ func runEvaluate(args []string) error {
 			}
 			cfg.Validations = append(cfg.Validations, v)
 		}
+	}
+	if cfg.Packets, err = eval.LoadPackets(*packetsPath); err != nil {
+		return err
 	}
 	rep, err := eval.Evaluate(cfg)
 	if err != nil {

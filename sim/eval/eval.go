@@ -104,6 +104,8 @@ type Config struct {
 	Grid Grid
 	// Validations are the summaries of `make validate` (LoadValidation) shown in section 11.
 	Validations []*Validation
+	// Packets is the policies' comparison on an emulated cluster (LoadPackets), shown in section 11.
+	Packets *Packets
 }
 
 // DefaultConfig is what `make evaluation` runs on a trace.

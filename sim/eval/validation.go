@@ -82,6 +82,7 @@ func (v *Validation) switchName() string {
 // error, and the scatter plots, linking to the full reports.
 func (rep *Report) validationSection(p func(string, ...any)) {
 	p("## 11. The simulator and the estimator against packets\n\n")
+	defer rep.packetsSection(p)
 	if len(rep.Cfg.Validations) == 0 {
 		p("No validation summary was found when this report was generated (`make validate` writes `docs/validation-summary.json`).\n\n")
 		return

@@ -1,0 +1,169 @@
+package eval
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"text/tabwriter"
+)
+
+// Packets is the summary `ina-cluster demo --summary` writes: every policy's mean JCT measured on
+// an emulated cluster in each round, beside the simulator's for the same trace.
+type Packets struct {
+	Switch   string         `json:"switch"`
+	Topology string         `json:"topology"`
+	Trace    string         `json:"trace"`
+	Jobs     int            `json:"jobs"`
+	Repeats  int            `json:"repeats"`
+	Work     float64        `json:"work"`
+	Policies []PacketPolicy `json:"policies"`
+}
+
+// PacketPolicy is one policy's rounds.
+type PacketPolicy struct {
+	Policy          string    `json:"policy"`
+	MeasuredMeanJCT []float64 `json:"measured_mean_jct_s"`
+	SimMeanJCT      float64   `json:"sim_mean_jct_s"`
+	Load1           []float64 `json:"load1"`
+}
+
+// LoadPackets reads a packets summary; a file that does not exist is (nil, nil).
+func LoadPackets(file string) (*Packets, error) {
+	b, err := os.ReadFile(file)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var pk Packets
+	if err := json.Unmarshal(b, &pk); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if pk.Jobs <= 0 || pk.Repeats <= 0 || len(pk.Policies) == 0 {
+		return nil, fmt.Errorf("%s: not a packets summary (%d jobs, %d repeats, %d policies)", file, pk.Jobs, pk.Repeats, len(pk.Policies))
+	}
+	for _, pp := range pk.Policies {
+		if len(pp.MeasuredMeanJCT) != pk.Repeats || !(pp.SimMeanJCT > 0) || slices.ContainsFunc(pp.MeasuredMeanJCT, func(x float64) bool { return !(x > 0) || math.IsInf(x, 0) }) {
+			return nil, fmt.Errorf("%s: policy %q: %d rounds of %d, simulated %v", file, pp.Policy, len(pp.MeasuredMeanJCT), pk.Repeats, pp.SimMeanJCT)
+		}
+	}
+	return &pk, nil
+}
+
+// packetsSection is section 11.1: the policies ranked on packets and in the simulator.
+func (rep *Report) packetsSection(p func(string, ...any)) {
+	pk := rep.Cfg.Packets
+	p("### 11.1 The policies on packets\n\n")
+	if pk == nil {
+		p("No packets summary was found when this report was generated (`make cluster-policies` writes `docs/packets-summary.json`).\n\n")
+		return
+	}
+	meas := make([]ci, len(pk.Policies))
+	var mm, ss []float64
+	for i, pp := range pk.Policies {
+		meas[i] = tInterval(pp.MeasuredMeanJCT)
+		mm, ss = append(mm, meas[i].mean), append(ss, pp.SimMeanJCT)
+	}
+	rm, rs := ranking(mm), ranking(ss)
+	var loads []float64
+	for _, pp := range pk.Policies {
+		loads = append(loads, pp.Load1...)
+	}
+	slices.Sort(loads)
+	p("`ina-cluster demo --policies all --repeat %d` ran the same %d-job trace (`%s`, iterations x%g) under every policy through the scheduler service on the emulated cluster `%s` (%s switches), ",
+		pk.Repeats, pk.Jobs, pk.Trace, pk.Work, pk.Topology, pk.Switch)
+	p("in %d rounds of every policy once (so that the machine's load drifts over all alike; 1-minute load average at the runs' starts %.1f to %.1f, median %.1f, on 2 CPUs shared with other work). ",
+		pk.Repeats, loads[0], loads[len(loads)-1], loads[len(loads)/2])
+	p("Measured: mean JCT over the rounds with its 95%% interval; simulated: `sim.Predict` on the same trace and calibration (deterministic). Rank 1 = lowest mean JCT.\n\n")
+	p("| policy | measured mean JCT s | simulated mean JCT s | rank on packets | rank in the simulator |\n|---|---:|---:|---:|---:|\n")
+	for i, pp := range pk.Policies {
+		p("| %s | %s | %.1f | %d | %d |\n", pp.Policy, secCI(meas[i]), pp.SimMeanJCT, rm[i], rs[i])
+	}
+	p("\nSpearman's rank correlation of the two orders: %.2f over %d policies. ", spearman(rm, rs), len(rm))
+	if i := slices.IndexFunc(pk.Policies, func(pp PacketPolicy) bool { return pp.Policy == "netpack" }); i >= 0 {
+		best := -1
+		for k, pp := range pk.Policies {
+			if !isNetPack(pp.Policy) && (best < 0 || mm[k] < mm[best]) {
+				best = k
+			}
+		}
+		if best >= 0 {
+			g := pairedRounds(pk.Policies[i].MeasuredMeanJCT, pk.Policies[best].MeasuredMeanJCT)
+			p("On packets NetPack's mean JCT against the best baseline measured (%s): %s, paired by round (%s); in the simulator %s.",
+				pk.Policies[best].Policy, pctCI(g), sigWords(g), pct1(1-pk.Policies[i].SimMeanJCT/pk.Policies[best].SimMeanJCT))
+		}
+	}
+	p("\n\n")
+}
+
+// Table prints the policies: measured mean JCT per round and on average, the simulator's, and
+// each policy's rank both ways (1 = lowest mean JCT).
+func (pk *Packets) Table(out io.Writer) {
+	var mm, ss []float64
+	for _, pp := range pk.Policies {
+		mm, ss = append(mm, tInterval(pp.MeasuredMeanJCT).mean), append(ss, pp.SimMeanJCT)
+	}
+	rm, rs := ranking(mm), ranking(ss)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tmeasured mean JCT s per round\tmeasured mean\tsimulated\trank measured\trank simulated\t")
+	for i, pp := range pk.Policies {
+		fmt.Fprintf(tw, "%s\t%v\t%.1f\t%.1f\t%d\t%d\t\n", pp.Policy, pp.MeasuredMeanJCT, mm[i], ss[i], rm[i], rs[i])
+	}
+	tw.Flush()
+}
+
+// pairedRounds is the reduction 1 - a/b per round, with its interval.
+func pairedRounds(a, b []float64) ci {
+	var g []float64
+	for i := range min(len(a), len(b)) {
+		g = append(g, 1-a[i]/b[i])
+	}
+	return tInterval(g)
+}
+
+func secCI(c ci) string {
+	if math.IsNaN(c.half) {
+		return fmt.Sprintf("%.1f", c.mean)
+	}
+	return fmt.Sprintf("%.1f ± %.1f", c.mean, c.half)
+}
+
+// ranking gives 1 to the smallest value (ties: the earlier first).
+func ranking(xs []float64) []int {
+	idx := make([]int, len(xs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		switch {
+		case xs[a] < xs[b]:
+			return -1
+		case xs[a] > xs[b]:
+			return 1
+		}
+		return 0
+	})
+	r := make([]int, len(xs))
+	for k, i := range idx {
+		r[i] = k + 1
+	}
+	return r
+}
+
+// spearman is Spearman's rho of two rankings without ties.
+func spearman(a, b []int) float64 {
+	n := float64(len(a))
+	if n < 2 {
+		return math.NaN()
+	}
+	d2 := 0.0
+	for i := range a {
+		d := float64(a[i] - b[i])
+		d2 += d * d
+	}
+	return 1 - 6*d2/(n*(n*n-1))
+}
