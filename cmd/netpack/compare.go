@@ -111,6 +111,7 @@ func runEvaluate(args []string) error {
 	seeds := fs.String("seeds", uints(d.Seeds), "seeds every experiment is repeated over (model draws and arrival jitter of the trace, synthetic workloads); 95% intervals need two or more")
 	jitter := fs.Float64("jitter", d.JitterSec, "seconds each trace arrival moves by, uniformly in ±jitter, per seed")
 	packetsPath := fs.String("packets", "docs/packets-summary.json", "the policies on an emulated cluster (ina-cluster demo --summary) to show in section 11; a missing file is left out")
+	updatePackets := fs.Bool("update-packets", false, "only rewrite section 11.1 of -out from -packets (after make cluster-policies), keeping every simulated figure")
 	pols := fs.String("policies", "", "with -only: run only these policies besides netpack (comma-separated)")
 	only := fs.String("only", "", "run only these experiments (comma-separated keys as in the log, e.g. main,no-ina) and print their comparison; no report")
 	verbose := fs.Bool("v", false, "log every run's wall time to stderr (experiments are always logged)")
@@ -118,6 +119,9 @@ func runEvaluate(args []string) error {
 		"validation summaries (make validate) to show against packets; missing files are left out")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *updatePackets {
+		return rewritePackets(*out, *packetsPath)
 	}
 	if *tracePath == "" {
 		return fmt.Errorf("-trace is required")
@@ -235,4 +239,24 @@ func parseFloats(flag, s string) ([]float64, error) {
 		out = append(out, x)
 	}
 	return out, nil
+}
+
+// rewritePackets re-renders section 11.1 of the report at out from the packets summary.
+func rewritePackets(out, packetsPath string) error {
+	pk, err := eval.LoadPackets(packetsPath)
+	if err != nil {
+		return err
+	}
+	if pk == nil {
+		return fmt.Errorf("%s: no packets summary (make cluster-policies writes it)", packetsPath)
+	}
+	md, err := os.ReadFile(out)
+	if err != nil {
+		return err
+	}
+	s, err := eval.UpdatePackets(string(md), pk)
+	if err != nil {
+		return fmt.Errorf("%s: %w", out, err)
+	}
+	return os.WriteFile(out, []byte(s), 0o644)
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -54,9 +55,31 @@ func LoadPackets(file string) (*Packets, error) {
 	return &pk, nil
 }
 
+// Section 11.1 is between these markers, so that UpdatePackets can re-render it from a new
+// packets summary without re-running the simulations (the packets run and the evaluation are
+// long, and each needs the machine to itself).
+const (
+	packetsBegin = "<!-- section 11.1: netpack evaluate --update-packets rewrites from here -->\n"
+	packetsEnd   = "<!-- end of section 11.1 -->\n"
+)
+
+// UpdatePackets replaces section 11.1 of a report written by Markdown with the one pk gives.
+func UpdatePackets(md string, pk *Packets) (string, error) {
+	i, j := strings.Index(md, packetsBegin), strings.Index(md, packetsEnd)
+	if i < 0 || j < i {
+		return "", fmt.Errorf("the report has no section 11.1 markers (regenerate it with make evaluation)")
+	}
+	var b strings.Builder
+	rep := &Report{Cfg: Config{Packets: pk}}
+	rep.packetsSection(func(format string, a ...any) { fmt.Fprintf(&b, format, a...) })
+	return md[:i] + b.String() + md[j+len(packetsEnd):], nil
+}
+
 // packetsSection is section 11.1: the policies ranked on packets and in the simulator.
 func (rep *Report) packetsSection(p func(string, ...any)) {
 	pk := rep.Cfg.Packets
+	p(packetsBegin)
+	defer p(packetsEnd)
 	p("### 11.1 The policies on packets\n\n")
 	if pk == nil {
 		p("No packets summary was found when this report was generated (`make cluster-policies` writes `docs/packets-summary.json`).\n\n")

@@ -124,7 +124,7 @@ func (rep *Report) summary(p func(string, ...any)) {
 	}
 	if r := main.Result("netpack"); r.Summary.EstMAPE > 0 {
 		lo, hi := rep.Cfg.Loads[0], rep.Cfg.Loads[len(rep.Cfg.Loads)-1]
-		p("- **Estimator:** NetPack's water-filling estimate of its jobs' iteration rates is off by %s on average against the simulator (bias %s) at load %g; %s at load %g, %s at load %g.\n",
+		p("- **Estimator (first seed):** NetPack's water-filling estimate of its jobs' iteration rates is off by %s on average against the simulator (bias %s) at load %g; %s at load %g, %s at load %g.\n",
 			pct(r.Summary.EstMAPE), signed(r.Summary.EstBias), rep.Cfg.Paper.Load,
 			pct(rep.Runs[rep.loadKey(lo)].Result("netpack").Summary.EstMAPE), lo, pct(rep.Runs[rep.loadKey(hi)].Result("netpack").Summary.EstMAPE), hi)
 	}
@@ -140,14 +140,6 @@ func (rep *Report) summary(p func(string, ...any)) {
 	p("- **Over all %d comparison points** (settings, sweeps, ablations; section 9): NetPack wins significantly against the best baseline in %d, ties in %d (%d of them significantly worse but by less than 1%%), and is more than 1%% worse in %d. ",
 		wins+ties+losses, wins, ties, sigTies, losses)
 	p("netpack-v1: %d wins, %d ties (%d significantly worse within 1%%), %d losses.\n", ow, ot, ost, ol)
-	if pk := rep.Cfg.Packets; pk != nil {
-		var mm, ss []float64
-		for _, pp := range pk.Policies {
-			mm, ss = append(mm, tInterval(pp.MeasuredMeanJCT).mean), append(ss, pp.SimMeanJCT)
-		}
-		p("- **The policies on packets (section 11.1):** %d policies, %d rounds on an emulated cluster; Spearman's rank correlation of their order by measured and by simulated mean JCT: %.2f.\n",
-			len(pk.Policies), pk.Repeats, spearman(ranking(mm), ranking(ss)))
-	}
 	if g := rep.gridSummary(); g != "" {
 		p("- **Where the network decides (section 12):** %s\n", g)
 	}

@@ -78,3 +78,27 @@ func TestPackets(t *testing.T) {
 		}
 	}
 }
+
+// UpdatePackets rewrites section 11.1 alone: a report rendered without a summary, updated with
+// one, equals the report rendered with it.
+func TestUpdatePackets(t *testing.T) {
+	pk := &Packets{Switch: "ref", Topology: "t", Trace: "d", Jobs: 3, Repeats: 2, Work: 1, Policies: []PacketPolicy{
+		{Policy: "netpack", MeasuredMeanJCT: []float64{1, 2}, SimMeanJCT: 1, Load1: []float64{1, 1}},
+		{Policy: "gandiva", MeasuredMeanJCT: []float64{2, 3}, SimMeanJCT: 2, Load1: []float64{1, 1}}}}
+	render := func(pk *Packets) string {
+		var b strings.Builder
+		rep := &Report{Cfg: Config{Packets: pk}}
+		p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+		p("before\n")
+		rep.packetsSection(p)
+		p("after\n")
+		return b.String()
+	}
+	got, err := UpdatePackets(render(nil), pk)
+	if err != nil || got != render(pk) {
+		t.Errorf("updated report differs (%v):\n%s\nwant:\n%s", err, got, render(pk))
+	}
+	if _, err := UpdatePackets("no markers", pk); err == nil {
+		t.Error("a report without markers was accepted")
+	}
+}
