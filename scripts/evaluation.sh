@@ -4,6 +4,8 @@
 # from TRACE=... (any trace in the same CSV format: job_id,submit_time_s,num_gpus,duration_s;
 # Philly and PAI logs work too). Without it this says so and exits 0. The report holds no timing;
 # the wall time of each experiment and of the whole run goes to this script's output.
+# Every experiment runs under 5 seeds (netpack evaluate --seeds), on every CPU. Section 11.1 comes
+# from docs/packets-summary.json (make cluster-policies) when present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
