@@ -100,7 +100,7 @@ func Demo(args []string) error {
 	var runs []*traceRun // the first round's
 	var problems []string
 	var cal *calibration
-	sum := eval.Packets{Switch: target, Topology: *cf.topology, Trace: *tracePath, Jobs: len(trace), Repeats: *repeat, Work: *work}
+	sum := eval.Packets{Switch: target, Topology: *cf.topology, Trace: *tracePath, Jobs: len(trace), Work: *work}
 	for round := range *repeat {
 		for i, pol := range pols {
 			load := loadAvg1()
@@ -126,17 +126,19 @@ func Demo(args []string) error {
 			pp.MeasuredMeanJCT = append(pp.MeasuredMeanJCT, round3(measuredMean(r, trace)))
 			pp.Load1 = append(pp.Load1, round3(load))
 		}
+		// After every round, so that an interrupted run keeps the rounds it finished.
+		if sum.Repeats = round + 1; *summaryPath != "" && len(problems) == 0 {
+			if err := writePackets(*summaryPath, &sum); err != nil {
+				return err
+			}
+			fmt.Printf("cluster-demo: round %d of %d: wrote %s\n", round+1, *repeat, *summaryPath)
+		}
 	}
 	printDemo(os.Stdout, trace, runs)
 	if *repeat > 1 || len(pols) > 2 {
 		sum.Table(os.Stdout)
 	}
-	if *summaryPath != "" && len(problems) == 0 {
-		if err := writePackets(*summaryPath, &sum); err != nil {
-			return err
-		}
-		fmt.Printf("cluster-demo: wrote %s\n", *summaryPath)
-	}
+
 	if len(problems) > 0 {
 		fmt.Printf("cluster-demo: FAIL: %s\n", strings.Join(problems, "; "))
 		return errors.New("not every job completed exact")
