@@ -11,7 +11,7 @@ export SWITCH BUILD GO
 # ip, sysctl and Mininet's tools live in sbin, which a sudo user's PATH (sudo env "PATH=$PATH") lacks.
 export PATH := $(PATH):/usr/local/sbin:/usr/sbin:/sbin
 
-.PHONY: all build test demo p4 p4-tna ptf bench bench-placement evaluation run stop clean cluster-demo cluster-policies pylib train-demo bench-python validate
+.PHONY: all build test demo p4 p4-tna ptf bench bench-placement evaluation run stop clean cluster-demo pylib train-demo bench-python validate
 
 all: build
 
@@ -33,12 +33,6 @@ demo:
 # baseline, JCTs beside the simulator's (root; SWITCH=bmv2 for BMv2, else the reference switch).
 cluster-demo: build
 	@$(BUILD)/bin/ina-cluster demo --bin $(BUILD)/bin --dir $(BUILD)/cluster-demo $(if $(filter bmv2,$(SWITCH)),--work 0.2 --timeout 15m)
-
-# Every policy on the same trace, REPEAT rounds, measured mean JCTs beside the simulator's, into
-# docs/packets-summary.json for the evaluation report's section 11.1 (root; CPU-heavy: not in CI).
-REPEAT ?= 3
-cluster-policies: build
-	@$(BUILD)/bin/ina-cluster demo --policies all --repeat $(REPEAT) --summary docs/packets-summary.json --bin $(BUILD)/bin --dir $(BUILD)/cluster-policies
 
 # The Python package's library, for a checkout (python/inapack finds build/lib/libinapack.so;
 # pip install ./python builds its own copy).

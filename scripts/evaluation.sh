@@ -5,7 +5,7 @@
 # Philly and PAI logs work too). Without it this says so and exits 0. The report holds no timing;
 # the wall time of each experiment and of the whole run goes to this script's output.
 # Every experiment runs under 5 seeds (netpack evaluate --seeds), on every CPU. Section 11.1 comes
-# from docs/packets-summary.json (make cluster-policies) when present.
+# from docs/packets-summary.json (ina-cluster demo --policies all --summary) when present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

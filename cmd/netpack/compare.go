@@ -111,7 +111,7 @@ func runEvaluate(args []string) error {
 	seeds := fs.String("seeds", uints(d.Seeds), "seeds every experiment is repeated over (model draws and arrival jitter of the trace, synthetic workloads); 95% intervals need two or more")
 	jitter := fs.Float64("jitter", d.JitterSec, "seconds each trace arrival moves by, uniformly in ±jitter, per seed")
 	packetsPath := fs.String("packets", "docs/packets-summary.json", "the policies on an emulated cluster (ina-cluster demo --summary) to show in section 11; a missing file is left out")
-	updatePackets := fs.Bool("update-packets", false, "only rewrite section 11.1 of -out from -packets (after make cluster-policies), keeping every simulated figure")
+	updatePackets := fs.Bool("update-packets", false, "only rewrite section 11.1 of -out from -packets (after ina-cluster demo --summary), keeping every simulated figure")
 	pols := fs.String("policies", "", "with -only: run only these policies besides netpack (comma-separated)")
 	only := fs.String("only", "", "run only these experiments (comma-separated keys as in the log, e.g. main,no-ina) and print their comparison; no report")
 	verbose := fs.Bool("v", false, "log every run's wall time to stderr (experiments are always logged)")
@@ -248,7 +248,7 @@ func rewritePackets(out, packetsPath string) error {
 		return err
 	}
 	if pk == nil {
-		return fmt.Errorf("%s: no packets summary (make cluster-policies writes it)", packetsPath)
+		return fmt.Errorf("%s: no packets summary (ina-cluster demo --policies all --repeat 3 --summary FILE writes it)", packetsPath)
 	}
 	md, err := os.ReadFile(out)
 	if err != nil {

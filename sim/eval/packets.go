@@ -82,7 +82,7 @@ func (rep *Report) packetsSection(p func(string, ...any)) {
 	defer p(packetsEnd)
 	p("### 11.1 The policies on packets\n\n")
 	if pk == nil {
-		p("No packets summary was found when this report was generated (`make cluster-policies` writes `docs/packets-summary.json`).\n\n")
+		p("No packets summary was found when this report was generated (`ina-cluster demo --policies all --repeat 3 --summary docs/packets-summary.json` writes it).\n\n")
 		return
 	}
 	meas := make([]ci, len(pk.Policies))
