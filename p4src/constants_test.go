@@ -71,6 +71,7 @@ func TestConstantsMatchWire(t *testing.T) {
 		"FLAG_ECN":            uint64(wire.FlagECN),
 		"FLAG_STALE":          uint64(wire.FlagStale),
 		"FLAG_FLOAT":          uint64(wire.FlagFloat),
+		"FLAG_CORRUPT":        uint64(wire.FlagCorrupt),
 		"SLOT_STATE_ECN":      1,
 		"SLOT_STATE_OVERFLOW": 2,
 		"SLOT_STATE_COMPLETE": 4,

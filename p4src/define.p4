@@ -34,6 +34,8 @@
 #define FLAG_ECN       0x0040
 #define FLAG_STALE     0x0080
 #define FLAG_FLOAT     0x0100
+// Set by the PS on results only (a packet failed the integrity check); the switch passes it.
+#define FLAG_CORRUPT   0x0200
 // Flags a worker may set; the switch clears the others on a worker's data packet.
 #define WORKER_FLAGS   0x0151
 

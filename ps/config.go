@@ -17,6 +17,9 @@ type JobConfig struct {
 	// still need an older one (see README.md).
 	Window  int
 	Horizon int
+	// NoIntegrity turns off the integrity check (docs/protocol.md, "Integrity"): every packet
+	// is merged as it comes. The job's workers must agree (worker.Config.NoIntegrity).
+	NoIntegrity bool
 }
 
 // Config is the PS's addressing and its jobs.

@@ -22,9 +22,11 @@ type Counters struct {
 	BadBitmap       uint64 // bitmap empty or with bits outside the job: dropped
 	PendingFull     uint64 // too many incomplete chunks for the job: dropped
 	FloatMismatch   uint64 // BYPASS data mixing float and int contributions: dropped
+	Corrupt         uint64 // BYPASS data that failed the integrity check: dropped (its sender resends)
 	// Results.
 	Results         uint64 // results emitted for completed chunks (first time)
 	OverflowResults uint64 // OVERFLOW results asking workers to resend with BYPASS
+	CorruptResults  uint64 // completed sums that failed the integrity check: CORRUPT results asking workers to resend with BYPASS
 	BypassResults   uint64 // results summed on the PS path (also counted in Results)
 	IntOverflow     uint64 // BYPASS int sums that do not fit in int32 (saturated, flagged)
 	ECNResults      uint64 // results carrying ECN

@@ -45,7 +45,7 @@ func FuzzHandle(f *testing.F) {
 		data := g.Frames - g.NotINA - g.Malformed - g.NotData - g.UnknownJob
 		kinds := c.Complete + c.Partial + c.Collision + c.Preempted + c.Stale + c.Flushed + c.Bypass + c.Resend
 		outcomes := c.Merged + c.Replaced + c.Overlap + c.Late + c.TooOld + c.ResendAnswered + c.OverflowIgnored +
-			c.BadBitmap + c.PendingFull + c.FloatMismatch
+			c.BadBitmap + c.PendingFull + c.FloatMismatch + c.Corrupt
 		if kinds != data || outcomes != data {
 			t.Fatalf("%d data packets counted %d kinds and %d dispositions: %v", data, kinds, outcomes, c)
 		}

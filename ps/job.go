@@ -25,7 +25,7 @@ type chunk struct {
 	wide     bool
 	sum32    narrow
 	sum      sums
-	overflow []byte // the OVERFLOW result, resent to workers that missed it
+	redirect []byte // the OVERFLOW or CORRUPT result, resent to workers that missed it
 }
 
 // assign starts the fixed-point sums from v.
@@ -159,7 +159,7 @@ func (j *job) handle(h *wire.Header, v *packed, r *resulter) {
 			cs.reset(modeBypass)
 		case h.Flags&wire.FlagOverflow != 0:
 			j.c.Merged++
-			j.overflow(cs, h, r)
+			j.redirect(cs, h, wire.FlagOverflow, r)
 			return
 		default:
 			j.mergeFixed(cs, h, v, r)
@@ -171,6 +171,9 @@ func (j *job) handle(h *wire.Header, v *packed, r *resulter) {
 
 // value is the i-th value of a packet.
 func value(v *packed, i int) int32 { return int32(binary.BigEndian.Uint32(v[4*i:])) }
+
+// verified reports whether values pass the job's integrity check (always, with it off).
+func (j *job) verified(v *packed) bool { return j.cfg.NoIntegrity || wire.IntegrityOK(v) }
 
 func (j *job) mergeFixed(cs *chunk, h *wire.Header, v *packed, r *resulter) {
 	switch {
@@ -193,18 +196,33 @@ func (j *job) mergeFixed(cs *chunk, h *wire.Header, v *packed, r *resulter) {
 		return
 	}
 	if !cs.encode(&r.values) {
-		j.overflow(cs, h, r)
+		j.redirect(cs, h, wire.FlagOverflow, r)
+		return
+	}
+	// The integrity lane was summed with the others, and the check is linear: the sum verifies
+	// exactly when every contribution and every partial sum merged into it did, so one check per
+	// chunk covers them all. A failure cannot say which packet went wrong, nor whether a
+	// switch's slot memory did it: the whole chunk moves to the PS path, around every slot, and
+	// completes exactly from the workers' BYPASS copies. The result carries the summed lane,
+	// which the workers check in turn.
+	if !j.verified(&r.values) {
+		j.redirect(cs, h, wire.FlagCorrupt, r)
 		return
 	}
 	j.complete(h, cs, 0, &r.values, r)
 }
 
-// overflow drops the fixed-point sum and asks every worker to resend the chunk with BYPASS.
-func (j *job) overflow(cs *chunk, h *wire.Header, r *resulter) {
+// redirect drops the fixed-point sum and asks every worker, with an OVERFLOW or CORRUPT result,
+// to resend the chunk with BYPASS.
+func (j *job) redirect(cs *chunk, h *wire.Header, flag wire.Flags, r *resulter) {
 	cs.reset(modeBypass)
-	cs.overflow = r.build(nil, h, wire.FlagOverflow, j.mask, nil)
-	j.c.OverflowResults++
-	r.out(cs.overflow)
+	cs.redirect = r.build(nil, h, flag, j.mask, nil)
+	if flag == wire.FlagCorrupt {
+		j.c.CorruptResults++
+	} else {
+		j.c.OverflowResults++
+	}
+	r.out(cs.redirect)
 }
 
 func (j *job) mergeBypass(cs *chunk, h *wire.Header, v *packed, r *resulter) {
@@ -213,11 +231,11 @@ func (j *job) mergeBypass(cs *chunk, h *wire.Header, v *packed, r *resulter) {
 			j.c.OverflowIgnored++
 			return
 		}
-		if cs.overflow == nil {
-			cs.overflow = r.build(nil, h, wire.FlagOverflow, j.mask, nil)
+		if cs.redirect == nil {
+			cs.redirect = r.build(nil, h, wire.FlagOverflow, j.mask, nil)
 		}
 		j.c.ResendAnswered++
-		r.out(cs.overflow)
+		r.out(cs.redirect)
 		return
 	}
 	float := h.Flags&wire.FlagFloat != 0
@@ -225,15 +243,20 @@ func (j *job) mergeBypass(cs *chunk, h *wire.Header, v *packed, r *resulter) {
 		j.c.FloatMismatch++
 		return
 	}
-	replace := supersedes(h.Bitmap, cs.bitmap)
+	replace := cs.bitmap != 0 && supersedes(h.Bitmap, cs.bitmap)
 	switch {
-	case cs.bitmap&h.Bitmap == 0:
-		j.c.Merged++
+	case cs.bitmap&h.Bitmap != 0 && !replace:
+		j.c.Overlap++
+		return
+	case !j.verified(v):
+		// Float sums are not linear in the bit patterns: each copy is checked on its own and a
+		// bad one dropped; its sender's timer resends it.
+		j.c.Corrupt++
+		return
 	case replace:
 		j.c.Replaced++
 	default:
-		j.c.Overlap++
-		return
+		j.c.Merged++
 	}
 	cs.float, cs.floatSet = float, true
 	if replace {
@@ -272,6 +295,11 @@ func (j *job) mergeBypass(cs *chunk, h *wire.Header, v *packed, r *resulter) {
 		if flags&wire.FlagOverflow != 0 {
 			j.c.IntOverflow++
 		}
+	}
+	if !j.cfg.NoIntegrity {
+		// Float sums are not linear in the bit patterns, and saturated sums lost the linearity:
+		// the result's checksum is that of the values it carries.
+		wire.SetIntegrity(out)
 	}
 	j.c.BypassResults++
 	j.complete(h, cs, flags, out, r)
@@ -326,7 +354,7 @@ func (j *job) alloc() *chunk {
 // reset empties the chunk for reuse in mode. The exact path starts from zero sums; the
 // fixed-point path's first contribution assigns them, so they are not cleared here.
 func (cs *chunk) reset(mode uint8) {
-	cs.bitmap, cs.ecn, cs.mode, cs.float, cs.floatSet, cs.overflow, cs.wide = 0, false, mode, false, false, nil, false
+	cs.bitmap, cs.ecn, cs.mode, cs.float, cs.floatSet, cs.redirect, cs.wide = 0, false, mode, false, false, nil, false
 	if mode == modeBypass {
 		clear(cs.sum[:])
 	}

@@ -29,13 +29,15 @@ func newServer(t testing.TB, jobs ...JobConfig) *Server {
 	return s
 }
 
-// data builds a data frame of job with the given bitmap, flags and every value = v.
+// data builds a data frame of job with the given bitmap, flags and every value = v, the
+// integrity lane holding their checksum.
 func data(job uint16, seq uint32, bitmap uint32, flags wire.Flags, v int32) []byte {
 	f := wire.Frame{Addr: wire.Addr{SrcMAC: psMAC, DstMAC: psMAC, SrcIP: psIP, DstIP: psIP}, TTL: 64, SrcPort: wire.UDPPort,
 		INA: wire.Header{Version: wire.Version, Type: wire.TypeData, Job: job, Seq: seq, Slot: uint16(seq % 8), Bitmap: bitmap, Flags: flags}}
 	for i := range f.INA.Values {
 		f.INA.Values[i] = v
 	}
+	f.INA.Values[wire.IntegrityLane] = wire.IntegritySum(&f.INA.Values)
 	return f.Marshal()
 }
 
@@ -70,7 +72,7 @@ func TestMergeByBitmap(t *testing.T) {
 		t.Fatalf("%d results, want 1", len(out))
 	}
 	r := out[0]
-	if r.Seq != 5 || r.Bitmap != 0b1111 || r.Values[0] != 13 || r.Values[63] != 13 || r.Flags != wire.FlagECN {
+	if r.Seq != 5 || r.Bitmap != 0b1111 || r.Values[0] != 13 || r.Values[wire.IntegrityLane-1] != 13 || r.Flags != wire.FlagECN {
 		t.Errorf("result seq %d bitmap %b value %d flags %v; want 5, 1111, 13, ecn", r.Seq, r.Bitmap, r.Values[0], r.Flags)
 	}
 	c, _ := s.Counters(1)
@@ -265,8 +267,13 @@ func (t *ringTransport) Close() error                        { return nil }
 // merges it in place, and encodes a result for every 8th; bytes = values merged. BenchmarkCopy,
 // over the same frames, is the reference make bench divides it by: copy() of the same values. Both
 // also report GB/s per second of CPU time, the figure make bench compares.
-func BenchmarkMerge(b *testing.B) {
-	s := newServer(b, JobConfig{Job: 1, Workers: 8, Window: wire.NumSlots})
+func BenchmarkMerge(b *testing.B) { benchMerge(b, false) }
+
+// BenchmarkMergeNoIntegrity is BenchmarkMerge without the integrity check: the check's cost.
+func BenchmarkMergeNoIntegrity(b *testing.B) { benchMerge(b, true) }
+
+func benchMerge(b *testing.B, noIntegrity bool) {
+	s := newServer(b, JobConfig{Job: 1, Workers: 8, Window: wire.NumSlots, NoIntegrity: noIntegrity})
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &ringTransport{frames: mergeFrames(), n: b.N, done: cancel}
 	b.SetBytes(4 * wire.NumValues)
@@ -342,7 +349,7 @@ func TestPartialSumBeyondInt32(t *testing.T) {
 			frames = append(frames, data(1, uint32(q), 1<<w, 0, vals[w]))
 		}
 		out := feed(t, s, frames...)
-		if len(out) != 1 || out[0].Flags != 0 || out[0].Values[0] != math.MaxInt32-11 || out[0].Values[63] != math.MaxInt32-11 {
+		if len(out) != 1 || out[0].Flags != 0 || out[0].Values[0] != math.MaxInt32-11 || out[0].Values[wire.IntegrityLane-1] != math.MaxInt32-11 {
 			t.Fatalf("order %v: %v, want one result of %d", order, out, math.MaxInt32-11)
 		}
 	}

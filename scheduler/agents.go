@@ -36,7 +36,8 @@ func (s *Service) psArgv(j *Job, switchJob int, local bool) []string {
 	p := j.Placement
 	ip, mac := s.cfg.Cluster.hostAddr(p.PS)
 	argv := []string{filepath.Join(s.cfg.Bin, "ina-ps"), "-ip", ip, "-mac", mac,
-		"-job", fmt.Sprintf("%d:%d:%d", switchJob, len(p.Workers), p.Window)}
+		"-job", fmt.Sprintf("%d:%d:%d", switchJob, len(p.Workers), p.Window),
+		"-integrity=" + strconv.FormatBool(!j.NoIntegrity), "-stats", "1s"}
 	if p.SwitchJob != 0 {
 		argv = append(argv, "-iface", s.cfg.Hosts[p.PS].iface())
 	}
@@ -61,7 +62,7 @@ func (s *Service) workerArgv(j *Job, w PlacedWorker, switchJob int) []string {
 		"-size", strconv.Itoa(j.values()), "-iters", strconv.Itoa(j.Iterations),
 		"-compute", time.Duration(j.Model.ComputeSec * float64(time.Second)).String(),
 		"-seed", strconv.FormatUint(s.cfg.Seed+uint64(j.ID), 10), "-ip", ip, "-ps-ip", psIP, "-ps-mac", psMAC,
-		"-progress-timeout", s.cfg.ProgressTimeout.String()}
+		"-progress-timeout", s.cfg.ProgressTimeout.String(), "-integrity=" + strconv.FormatBool(!j.NoIntegrity)}
 }
 
 // agentLog is what one agent's output said so far.
@@ -74,6 +75,7 @@ type agentLog struct {
 	wrong    int
 	lastMbps float64
 	summary  map[string]string // worker-summary fields, once printed
+	corrupt  int               // PS: corrupted packets caught, as of its latest report
 	errLine  string            // worker-error, or the last line that is not an iteration
 }
 
@@ -94,6 +96,11 @@ func (a *agentLog) line(l string) {
 		a.errLine = strings.TrimPrefix(l, "worker-error: ")
 	case strings.HasPrefix(l, "ina-ps: serving"):
 		a.ready = true
+	case strings.HasPrefix(l, "ps: job="):
+		m := agentlog.Fields(l)
+		dropped, _ := strconv.Atoi(m["corrupt"])            // exact-path copies
+		redirected, _ := strconv.Atoi(m["corrupt_results"]) // sums
+		a.corrupt = dropped + redirected
 	case strings.HasPrefix(l, "#"), strings.HasPrefix(l, "ps: "), l == "":
 	default:
 		if a.errLine == "" || a.summary == nil {

@@ -32,6 +32,9 @@ type Submission struct {
 	// Pin, if set, fixes the placement instead of asking the policy (experiments such as make
 	// validate, or an operator's choice); the job waits until its hosts have the GPUs free.
 	Pin *Pin `json:"pin,omitempty"`
+	// Integrity (default true) has the job's agents carry and check the integrity lane
+	// (docs/protocol.md, "Integrity"): its PS and every worker get the same setting from here.
+	Integrity *bool `json:"integrity,omitempty"`
 }
 
 // Pin is a placement given with a submission.
@@ -125,7 +128,10 @@ type Job struct {
 	Model         netpack.Model `json:"model"`
 	Iterations    int           `json:"iterations"`
 	PriorityClass int           `json:"priority_class"`
-	State         State         `json:"state"`
+	// NoIntegrity is a submission's integrity: false (zero, so that a job kept by an older
+	// scheduler keeps the default, on).
+	NoIntegrity bool  `json:"no_integrity,omitempty"`
+	State       State `json:"state"`
 	// Reason says why a job failed or was cancelled.
 	Reason    string     `json:"reason,omitempty"`
 	Submitted time.Time  `json:"submitted"`
@@ -190,6 +196,10 @@ type Progress struct {
 	// once the workers end.
 	Sent   int `json:"sent"`
 	Resent int `json:"resent"`
+	// Corrupt counts the packets the integrity check caught, none of them summed: at the PS (data
+	// whose values a switch or link corrupted; its report every second) and at the workers
+	// (results; known once they end).
+	Corrupt int `json:"corrupt"`
 }
 
 // priorityCap maps a class and the policy's ESA priority to the switch's priority_cap: eight bands

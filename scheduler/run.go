@@ -187,7 +187,7 @@ func (s *Service) follow() {
 // file's modification time), else now.
 func (s *Service) observeLocked(j *Job) (State, string, time.Time) {
 	logs := s.logs[j.ID]
-	var iters, exact, wrong, done, workers, sent, resent int
+	var iters, exact, wrong, done, workers, sent, resent, corrupt int
 	var mbps float64
 	var failure string
 	psDown := ""
@@ -199,6 +199,7 @@ func (s *Service) observeLocked(j *Job) (State, string, time.Time) {
 			readLog(p, a) // what it printed before it ended
 		}
 		if p.Role == "ps" {
+			corrupt += a.corrupt
 			if !alive {
 				psDown = fmt.Sprintf("the parameter server on %s exited (%s)%s", p.Host, how, suffix(a.errLine))
 			}
@@ -218,6 +219,7 @@ func (s *Service) observeLocked(j *Job) (State, string, time.Time) {
 			mbps += atof(a.summary["goodput_mbps"])
 			sent += int(atof(a.summary["sent"]))
 			resent += int(atof(a.summary["resent"]))
+			corrupt += int(atof(a.summary["corrupt"]))
 			done++
 		case !alive:
 			if failure == "" {
@@ -229,7 +231,7 @@ func (s *Service) observeLocked(j *Job) (State, string, time.Time) {
 	}
 	if workers > 0 {
 		j.Progress = Progress{Iterations: iters, ThroughputMbps: mbps / float64(workers), Exact: exact, Wrong: wrong,
-			Sent: sent, Resent: resent}
+			Sent: sent, Resent: resent, Corrupt: corrupt}
 	}
 	now := time.Now()
 	switch {

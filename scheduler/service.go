@@ -161,7 +161,8 @@ func (s *Service) Submit(sub Submission) (Job, error) {
 	}
 	s.mu.Lock()
 	j := &Job{ID: s.nextID, Name: sub.Name, GPUs: sub.GPUs, Model: m, Iterations: sub.Iterations,
-		PriorityClass: sub.PriorityClass, Pin: sub.Pin, State: Queued, Submitted: time.Now()}
+		PriorityClass: sub.PriorityClass, Pin: sub.Pin, NoIntegrity: sub.Integrity != nil && !*sub.Integrity,
+		State: Queued, Submitted: time.Now()}
 	s.nextID++
 	s.jobs = append(s.jobs, j)
 	s.byID[j.ID] = j

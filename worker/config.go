@@ -36,6 +36,10 @@ type Config struct {
 	// completes only once every worker has run, so the floor grows with the job. Most losses are
 	// repaired sooner, by fast retransmission (README.md, which has the measurements).
 	RTO, MinRTO, MaxRTO time.Duration
+	// NoIntegrity turns off the integrity lane (wire.IntegrityLane; docs/protocol.md,
+	// "Integrity"): chunks then carry K values instead of K-1 and a corrupted value goes
+	// undetected. The job's PS and all its workers must agree.
+	NoIntegrity bool
 	// ProgressTimeout is how long AllReduce waits without any chunk completing before it gives up
 	// with ErrNoProgress (default 5s).
 	ProgressTimeout time.Duration
@@ -79,6 +83,18 @@ func (c *Config) setDefaults() error {
 	}
 	return nil
 }
+
+// width is the tensor values one chunk carries: K, less the integrity lane when it is on.
+func (c *Config) width() int {
+	if c.NoIntegrity {
+		return K
+	}
+	return wire.IntegrityWidth
+}
+
+// ChunkValues is the tensor values one packet carries for this worker: wire.NumValues, less the
+// integrity lane unless NoIntegrity.
+func (w *Worker) ChunkValues() int { return w.cfg.width() }
 
 // slot is the aggregator slot of seq: consecutive seqs cycle through the job's Window slots, so a
 // slot's next use by this job always carries a newer seq (the switch's stale rule relies on it).

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/inapack/inapack/p4src/wire"
-	"github.com/inapack/inapack/worker"
 	"github.com/inapack/inapack/transport"
+	"github.com/inapack/inapack/worker"
 )
 
 // Frames that are not results of this call (garbage, other jobs, unknown seqs, data packets) are

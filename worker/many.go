@@ -25,7 +25,7 @@ type Tensor struct {
 // are those of AllReduceInt32 and AllReduceFloat32; an int32 sum that does not fit is reported
 // with an *OverflowError naming the tensors, after every other chunk has completed.
 func (w *Worker) AllReduceMany(ctx context.Context, ts []Tensor) error {
-	cd, err := newManyCodec(ts)
+	cd, err := newManyCodec(ts, w.cfg.width())
 	if err != nil {
 		return err
 	}
@@ -33,10 +33,11 @@ func (w *Worker) AllReduceMany(ctx context.Context, ts []Tensor) error {
 }
 
 // manyCodec maps the chunks of a call onto its tensors: chunk c is chunk c-b.first of bucket b,
-// whose values are the concatenation of the bucket's tensors.
+// whose values are the concatenation of the bucket's tensors, width values a chunk.
 type manyCodec struct {
 	buckets []bucket
 	chunks  int
+	width   int
 }
 
 type bucket struct {
@@ -54,13 +55,13 @@ type part struct {
 	f32    []float32
 }
 
-func newManyCodec(ts []Tensor) (*manyCodec, error) {
-	cd := &manyCodec{}
+func newManyCodec(ts []Tensor, width int) (*manyCodec, error) {
+	cd := &manyCodec{width: width}
 	var cur *bucket
 	size := 0 // values in cur
 	closeBucket := func() {
 		if cur != nil {
-			cur.chunks = (size + K - 1) / K
+			cur.chunks = (size + width - 1) / width
 			cd.chunks += cur.chunks
 		}
 	}
@@ -97,8 +98,8 @@ func (cd *manyCodec) numChunks() int { return cd.chunks }
 func (cd *manyCodec) locate(c int) (b *bucket, lo, hi int) {
 	i := sort.Search(len(cd.buckets), func(i int) bool { return cd.buckets[i].first+cd.buckets[i].chunks > c })
 	b = &cd.buckets[i]
-	lo = (c - b.first) * K
-	return b, lo, lo + K
+	lo = (c - b.first) * cd.width
+	return b, lo, lo + cd.width
 }
 
 // each calls fn for every tensor piece of [lo, hi): values [s, e) of part p land at v[at:].
@@ -111,6 +112,7 @@ func (b *bucket) each(lo, hi int, fn func(p *part, s, e, at int)) {
 	}
 }
 
+// load leaves the lanes past the chunk's values zero (the sender fills the integrity lane).
 func (cd *manyCodec) load(c int, v *[K]int32, bypass bool) {
 	b, lo, hi := cd.locate(c)
 	filled := 0

@@ -36,8 +36,8 @@ import (
 // the bottom), the first term is at most N * 2^ceil(log2 N) * M_b * 2^-30: 2^-26 M_b for 4 workers.
 // ScaledErrorBound computes it.
 
-// DefaultScaleBucket is the values per scaling bucket when the caller gives none (64 chunks).
-const DefaultScaleBucket = 64 * K
+// defaultScaleChunks is the chunks per scaling bucket when the caller gives no bucket size.
+const defaultScaleChunks = 64
 
 // MinScaleExp is the smallest exponent class: buckets whose largest |x| is below 2^MinScaleExp use
 // the scale of that class (their error bound only gets smaller). The largest class is
@@ -52,7 +52,7 @@ const (
 )
 
 // AllReduceFloat32Scaled replaces data with the element-wise sum over all workers, each bucket of
-// bucket values (rounded up to a multiple of K; 0 means DefaultScaleBucket) aggregated in fixed
+// bucket values (rounded up to whole chunks of ChunkValues; 0 means 64 chunks) aggregated in fixed
 // point with a scale the workers agree on first (see scale.go). Every worker must pass the same
 // length and bucket. It makes two all-reduce calls (the exponent exchange, then the data).
 func (w *Worker) AllReduceFloat32Scaled(ctx context.Context, data []float32, bucket int) error {
@@ -67,7 +67,7 @@ func (w *Worker) AllReduceManyScaled(ctx context.Context, ts []Tensor, bucket in
 	if bucket < 0 {
 		return fmt.Errorf("%w: scale bucket %d must not be negative", ErrConfig, bucket)
 	}
-	bucket = scaleBucket(bucket)
+	bucket = w.scaleBucket(bucket)
 	var counters []int32
 	for i, t := range ts {
 		if t.Int32 != nil && t.Float32 != nil {
@@ -112,11 +112,13 @@ func (w *Worker) AllReduceManyScaled(ctx context.Context, ts []Tensor, bucket in
 	return err
 }
 
-func scaleBucket(bucket int) int {
+// scaleBucket rounds a bucket size up to whole chunks, so that no chunk mixes two scales.
+func (w *Worker) scaleBucket(bucket int) int {
+	n := w.cfg.width()
 	if bucket == 0 {
-		bucket = DefaultScaleBucket
+		return defaultScaleChunks * n
 	}
-	return (bucket + K - 1) / K * K
+	return (bucket + n - 1) / n * n
 }
 
 // bucketClass is the exponent class of the largest |x| in xs, false if every value is zero.

@@ -7,17 +7,21 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/inapack/inapack/p4src/wire"
 	"github.com/inapack/inapack/worker"
 )
 
-// scaledTensor is rank's tensor: 6 buckets of 128 values, each bucket of its own magnitude (and
+// chunk is the values per packet of the tests' workers (integrity on, by default).
+const chunk = wire.IntegrityWidth
+
+// scaledTensor is rank's tensor: 6 buckets of two chunks, each bucket of its own magnitude (and
 // the last one zero), so a single scale would lose the small buckets.
 func scaledTensor(rank int) []float32 {
 	mags := []float64{1e-7, 3e-3, 1, 250, 9e4, 0}
 	r := rand.New(rand.NewPCG(7, uint64(rank)))
-	out := make([]float32, 0, 128*len(mags))
+	out := make([]float32, 0, 2*chunk*len(mags))
 	for _, m := range mags {
-		for range 128 {
+		for range 2 * chunk {
 			out = append(out, float32(m*(2*r.Float64()-1)))
 		}
 	}
@@ -26,7 +30,7 @@ func scaledTensor(rank int) []float32 {
 }
 
 func TestAllReduceFloat32ScaledBound(t *testing.T) {
-	const n, bucket = 4, 128
+	const n, bucket = 4, 2 * chunk
 	inputs := make([][]float32, n)
 	for r := range n {
 		inputs[r] = scaledTensor(r)
@@ -88,17 +92,20 @@ func TestAllReduceFloat32ScaledBound(t *testing.T) {
 func TestAllReduceFloat32ScaledOutOfRange(t *testing.T) {
 	const n = 2
 	eachRank(t, n, func(w *worker.Worker, r int) {
+		if w.ChunkValues() != chunk {
+			t.Fatalf("%d values a chunk, want %d", w.ChunkValues(), chunk)
+		}
 		// Bucket 0 beyond the largest class (takes the exact FLOAT path), bucket 1 with a NaN.
-		data := make([]float32, 2*worker.K)
+		data := make([]float32, 2*chunk)
 		data[0], data[1] = 3e9, float32(r+1)
-		data[worker.K] = float32(math.NaN())
-		data[worker.K+1] = 0.5
-		if err := w.AllReduceFloat32Scaled(context.Background(), data, worker.K); err != nil {
+		data[chunk] = float32(math.NaN())
+		data[chunk+1] = 0.5
+		if err := w.AllReduceFloat32Scaled(context.Background(), data, chunk); err != nil {
 			t.Error(err)
 			return
 		}
-		if data[0] != 6e9 || data[1] != 3 || !math.IsNaN(float64(data[worker.K])) || data[worker.K+1] != 1 {
-			t.Errorf("rank %d: %v %v %v %v", r, data[0], data[1], data[worker.K], data[worker.K+1])
+		if data[0] != 6e9 || data[1] != 3 || !math.IsNaN(float64(data[chunk])) || data[chunk+1] != 1 {
+			t.Errorf("rank %d: %v %v %v %v", r, data[0], data[1], data[chunk], data[chunk+1])
 		}
 		if err := w.AllReduceFloat32Scaled(context.Background(), data, -1); err == nil {
 			t.Error("a negative bucket was accepted")
@@ -111,10 +118,10 @@ func TestAllReduceManyScaled(t *testing.T) {
 	// A float tensor of three buckets of K (tiny values, large values, a partial bucket), an int
 	// tensor whose first sum overflows, a small float tensor.
 	input := func(r int) []float32 {
-		x := make([]float32, 2*worker.K+10)
+		x := make([]float32, 2*chunk+10)
 		for i := range x {
 			x[i] = float32(i+1+r) * 1e-9
-			if i >= worker.K {
+			if i >= chunk {
 				x[i] = float32(i+r) * 1e2
 			}
 		}
@@ -122,20 +129,20 @@ func TestAllReduceManyScaled(t *testing.T) {
 	}
 	eachRank(t, n, func(w *worker.Worker, r int) {
 		big, ints, small := input(r), []int32{math.MaxInt32 - 1, int32(r), 5}, []float32{0.25, -0.5}
-		err := w.AllReduceManyScaled(context.Background(), []worker.Tensor{{Float32: big}, {Int32: ints}, {Float32: small}}, worker.K)
+		err := w.AllReduceManyScaled(context.Background(), []worker.Tensor{{Float32: big}, {Int32: ints}, {Float32: small}}, chunk)
 		var oe *worker.OverflowError
 		if !errors.As(err, &oe) || len(oe.Tensors) != 1 || oe.Tensors[0] != 1 {
 			t.Errorf("rank %d: %v, want an overflow of tensor 1 (the caller's index)", r, err)
 			return
 		}
-		for b := 0; b < len(big); b += worker.K {
+		for b := 0; b < len(big); b += chunk {
 			var m float64
 			for q := range n {
-				for _, x := range input(q)[b:min(len(big), b+worker.K)] {
+				for _, x := range input(q)[b:min(len(big), b+chunk)] {
 					m = max(m, float64(x))
 				}
 			}
-			for i := b; i < min(len(big), b+worker.K); i++ {
+			for i := b; i < min(len(big), b+chunk); i++ {
 				var s float64
 				for q := range n {
 					s += float64(input(q)[i])

@@ -201,6 +201,18 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 		}
 		st := &win[c%w.cfg.Window]
 		h := &f.INA
+		if !w.cfg.NoIntegrity && !wire.IntegrityOKValues(&h.Values) {
+			// Corrupted on its way here: never delivered. The PS keeps the result it verified
+			// and answers a RESEND with it; the timer covers a RESEND that is lost or corrupted.
+			w.stats.Corrupt.Add(1)
+			st.tries++
+			if err := w.send(base, c, st, cd, wire.FlagResend, now); err != nil {
+				w.failed = true
+				return err
+			}
+			w.stats.Resent.Add(1)
+			continue
+		}
 		if h.Flags&wire.FlagECN != 0 {
 			w.stats.ECN.Add(1)
 			w.cut(h.Seq, base+uint32(next))
@@ -210,13 +222,18 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 		}
 		bypassResult := h.Flags&wire.FlagBypass != 0
 		switch {
-		case h.Flags&wire.FlagOverflow != 0 && !bypassResult:
-			// The fixed-point sum clipped: resend this chunk on the PS's exact path.
+		case h.Flags&(wire.FlagOverflow|wire.FlagCorrupt) != 0 && !bypassResult:
+			// The fixed-point sum clipped, or a packet of the chunk failed the PS's integrity
+			// check: resend this chunk on the PS's exact path.
 			if st.bypass {
 				w.stats.ResultsIgnored.Add(1)
 				continue
 			}
-			w.stats.Overflows.Add(1)
+			if h.Flags&wire.FlagCorrupt != 0 {
+				w.stats.CorruptRedirects.Add(1)
+			} else {
+				w.stats.Overflows.Add(1)
+			}
 			st.bypass, st.tries = true, 0
 			if err := w.send(base, c, st, cd, wire.FlagBypass, now); err != nil {
 				w.failed = true
@@ -282,6 +299,9 @@ func (w *Worker) send(base uint32, c int, st *inflight, cd codec, extra wire.Fla
 		}
 	}
 	cd.load(c, &f.INA.Values, st.bypass)
+	if !w.cfg.NoIntegrity {
+		f.INA.Values[wire.IntegrityLane] = wire.IntegritySum(&f.INA.Values)
+	}
 	f.ID++
 	if err := f.MarshalTo(w.txbuf); err != nil {
 		return err

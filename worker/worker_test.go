@@ -10,8 +10,8 @@ import (
 
 	"github.com/inapack/inapack/p4src/wire"
 	"github.com/inapack/inapack/ps"
-	"github.com/inapack/inapack/worker"
 	"github.com/inapack/inapack/transport"
+	"github.com/inapack/inapack/worker"
 )
 
 var (
@@ -172,8 +172,13 @@ func TestConfigErrors(t *testing.T) {
 // BenchmarkPacketRate is the worker's packet rate against a responder that turns each data packet
 // into its result at once (no switch, no PS work): one op = one chunk sent and completed. Its
 // allocs/op are the in-memory transport's (Mem.Send keeps a copy of each frame, both ways); the
-// worker allocates nothing per chunk (-memprofile).
-func BenchmarkPacketRate(b *testing.B) {
+// worker allocates nothing per chunk (-memprofile). Bytes are tensor bytes: 63 values a chunk
+// with the integrity lane, 64 without (BenchmarkPacketRateNoIntegrity).
+func BenchmarkPacketRate(b *testing.B) { packetRate(b, false) }
+
+func BenchmarkPacketRateNoIntegrity(b *testing.B) { packetRate(b, true) }
+
+func packetRate(b *testing.B, noIntegrity bool) {
 	a, z := transport.Pipe(4096)
 	stop := make(chan struct{})
 	go func() {
@@ -194,16 +199,17 @@ func BenchmarkPacketRate(b *testing.B) {
 	}()
 	defer close(stop)
 	cfg := config(0, 1)
-	cfg.Window, cfg.InitialWindow = 256, 256
+	cfg.Window, cfg.InitialWindow, cfg.NoIntegrity = 256, 256, noIntegrity
 	w, err := worker.New(cfg, a)
 	if err != nil {
 		b.Fatal(err)
 	}
-	data := make([]int32, worker.K*4096)
-	b.SetBytes(4 * worker.K)
+	k := w.ChunkValues()
+	data := make([]int32, k*4096)
+	b.SetBytes(int64(4 * k))
 	b.ResetTimer()
 	for done := 0; done < b.N; done += 4096 {
-		if err := w.AllReduceInt32(context.Background(), data[:worker.K*min(4096, b.N-done)]); err != nil {
+		if err := w.AllReduceInt32(context.Background(), data[:k*min(4096, b.N-done)]); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -37,7 +37,7 @@ func (d *demo) workerArgv(j *jobSpec, r int, h host, progress time.Duration) []s
 			"INAPACK_IFACE=eth0", "INAPACK_IP=" + h.ip, "INAPACK_PS_IP=" + psIP, "INAPACK_PS_MAC=" + d.ps.mac,
 			"INAPACK_PRIORITY=" + fmt.Sprint(j.priority), "INAPACK_SLOT_BASE=" + fmt.Sprint(j.slotBase),
 			"INAPACK_WINDOW=" + fmt.Sprint(j.window), "INAPACK_PROGRESS_TIMEOUT=" + fmt.Sprint(progress.Seconds()),
-			"sh", "-c", cmd}
+			"INAPACK_INTEGRITY=" + fmt.Sprint(d.integrity), "sh", "-c", cmd}
 	}
 	iters := d.iters
 	if j.id == d.killJob {
@@ -49,7 +49,8 @@ func (d *demo) workerArgv(j *jobSpec, r int, h host, progress time.Duration) []s
 		"-job", fmt.Sprint(j.id), "-rank", fmt.Sprint(r), "-workers", fmt.Sprint(j.workers),
 		"-priority", fmt.Sprint(j.priority), "-slot-base", fmt.Sprint(j.slotBase), "-window", fmt.Sprint(j.window),
 		"-size", fmt.Sprint(d.size), "-iters", fmt.Sprint(iters), "-compute", d.compute.String(),
-		"-seed", fmt.Sprint(d.seed), "-ip", h.ip, "-ps-ip", psIP, "-ps-mac", d.ps.mac, "-progress-timeout", progress.String(), "-dtype", d.dtype}
+		"-seed", fmt.Sprint(d.seed), "-ip", h.ip, "-ps-ip", psIP, "-ps-mac", d.ps.mac, "-progress-timeout", progress.String(), "-dtype", d.dtype,
+		"-integrity=" + fmt.Sprint(d.integrity)}
 }
 
 // execJob is an -exec job id that is not a -job, or 0.

@@ -8,7 +8,8 @@
 // goodput (mean over workers, first iteration left out), the switch's per-job counters read
 // through the controller (switch_completed: chunks aggregated in the switch; switch_collision:
 // fallbacks to the PS; switch_preempted / switch_evicted: slots taken from / lost to another job;
-// stale, flushed, bypass), the PS's result count and status=ok; finally "demo: OK", or
+// stale, flushed, bypass), the PS's result count, the corrupted packets the integrity check caught
+// at the PS (ps_corrupt) and at the workers (worker_corrupt, results) and status=ok; finally "demo: OK", or
 // "demo: FAIL: <reason>" and exit status 1. Everything it created (namespaces, links, processes)
 // is recorded in -dir/owned.json and removed on exit, on failure and on SIGINT/SIGTERM; after a
 // SIGKILL the next run with the same -dir removes it. Nothing else is touched: names carry a
@@ -42,7 +43,7 @@ type demo struct {
 	jobs                              jobList
 	size, iters, window, activeSlots  int
 	ecnThreshold                      int
-	preempt                           bool
+	preempt, integrity                bool
 	compute, timeout                  time.Duration
 	loss, dup, reorder, corrupt, rate float64
 	seed                              uint64
@@ -76,6 +77,7 @@ func main() {
 	flag.IntVar(&d.window, "window", 12, "slots per job (overlapping when the jobs' windows exceed slots/jobs)")
 	flag.IntVar(&d.ecnThreshold, "ecn-threshold", wire.MaxECNThreshold, "egress queue depth that marks ECN (the default never marks)")
 	flag.BoolVar(&d.preempt, "preempt", true, "higher-priority jobs preempt slots (ESA)")
+	flag.BoolVar(&d.integrity, "integrity", true, "the agents carry and check the integrity lane (docs/protocol.md, \"Integrity\")")
 	flag.Float64Var(&d.loss, "loss", 0, "reference switch: egress loss probability")
 	flag.Float64Var(&d.dup, "dup", 0, "reference switch: egress duplication probability")
 	flag.Float64Var(&d.reorder, "reorder", 0, "reference switch: egress reordering probability")

@@ -64,7 +64,8 @@ type workerResult struct {
 }
 
 func (d *demo) runJobs(ctx context.Context) error {
-	psArgs := []string{"ip", "netns", "exec", d.ps.name, filepath.Join(d.bin, "ina-ps"), "-iface", "eth0", "-ip", psIP}
+	psArgs := []string{"ip", "netns", "exec", d.ps.name, filepath.Join(d.bin, "ina-ps"), "-iface", "eth0", "-ip", psIP,
+		"-integrity=" + fmt.Sprint(d.integrity)}
 	for _, j := range d.jobs {
 		psArgs = append(psArgs, "-job", fmt.Sprintf("%d:%d:%d", j.id, j.workers, j.window))
 	}
@@ -251,7 +252,7 @@ func (d *demo) summary(results map[int][]*workerResult, psLines map[int]map[stri
 	sort.Ints(ids)
 	for _, id := range ids {
 		j := byID[id]
-		exact, iters, total := 0, 0, 0
+		exact, iters, total, corrupt := 0, 0, 0, 0
 		var gp float64
 		status := "ok"
 		if id == d.killJob {
@@ -281,6 +282,8 @@ func (d *demo) summary(results map[int][]*workerResult, psLines map[int]map[stri
 			e, _ := strconv.Atoi(f["exact"])
 			it, _ := strconv.Atoi(f["iterations"])
 			g, _ := strconv.ParseFloat(f["goodput_mbps"], 64)
+			c, _ := strconv.Atoi(f["corrupt"])
+			corrupt += c
 			exact += e
 			iters += it
 			gp += g
@@ -299,17 +302,24 @@ func (d *demo) summary(results map[int][]*workerResult, psLines map[int]map[stri
 			planned = iters / max(1, j.workers)
 		}
 		ev := snap.JobEvents[id]
-		psRes := "0"
+		psRes, psCorrupt := "0", "0"
 		if m := psLines[id]; m != nil && m["results"] != "" {
 			psRes = m["results"]
+		}
+		if m := psLines[id]; m != nil {
+			// Caught at the PS: sums that failed (CORRUPT results) and exact-path copies dropped.
+			a, _ := strconv.Atoi(m["corrupt"])
+			b, _ := strconv.Atoi(m["corrupt_results"])
+			psCorrupt = strconv.Itoa(a + b)
 		}
 		ina := "on"
 		if !j.ina {
 			ina = "off"
 		}
-		fmt.Printf("demo-job: job=%d priority=%d workers=%d ina=%s iterations=%d/%d exact=%d/%d goodput_mbps=%.1f switch_completed=%d switch_collision=%d switch_preempted=%d switch_evicted=%d switch_stale=%d switch_flushed=%d switch_bypass=%d ps_results=%s status=%s\n",
+		fmt.Printf("demo-job: job=%d priority=%d workers=%d ina=%s iterations=%d/%d exact=%d/%d goodput_mbps=%.1f switch_completed=%d switch_collision=%d switch_preempted=%d switch_evicted=%d switch_stale=%d switch_flushed=%d switch_bypass=%d ps_results=%s ps_corrupt=%s worker_corrupt=%d status=%s\n",
 			id, j.priority, j.workers, ina, iters/max(1, j.workers), planned, exact, total, gp/float64(max(1, j.workers)),
-			ev["completed"], ev["collision"], ev["preempted"], ev["evicted"], ev["stale"], ev["flushed"], ev["bypass"], psRes, status)
+			ev["completed"], ev["collision"], ev["preempted"], ev["evicted"], ev["stale"], ev["flushed"], ev["bypass"], psRes,
+			psCorrupt, corrupt, status)
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%s", strings.Join(problems, "; "))

@@ -53,7 +53,8 @@ func (j *jobFlags) Set(s string) error {
 // ifaceFlags collects -iface.
 type ifaceFlags []string
 
-func (f *ifaceFlags) String() string     { return strings.Join(*f, ",") }
+func (f *ifaceFlags) String() string { return strings.Join(*f, ",") }
+
 // Set takes one interface or a comma-separated list (a pod's INAPACK_IFACE may name two).
 func (f *ifaceFlags) Set(s string) error {
 	for _, name := range strings.Split(s, ",") {
@@ -73,6 +74,7 @@ func main() {
 	macStr := flag.String("mac", "", "the PS's MAC (default: the first interface's)")
 	every := flag.Duration("stats", 0, "print counters this often (0: only at exit)")
 	flag.Var(&jobs, "job", "JOB:WORKERS[:WINDOW] to serve (repeatable)")
+	checked := flag.Bool("integrity", true, "check the integrity lane of every sum and exact-path copy (the jobs' workers must agree; docs/protocol.md)")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("ina-ps: ")
@@ -87,8 +89,9 @@ func main() {
 	var members []transport.Transport
 	// Only the served jobs' INA frames: other agents on this host do not wake the PS.
 	var served []uint16
-	for _, j := range jobs {
+	for i, j := range jobs {
 		served = append(served, j.Job)
+		jobs[i].NoIntegrity = !*checked
 	}
 	for _, name := range ifaces {
 		p, err := transport.OpenPacketConfig(name, transport.PacketConfig{Jobs: served})

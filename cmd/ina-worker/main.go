@@ -20,8 +20,8 @@ import (
 
 	"github.com/inapack/inapack/internal/schedstat"
 	"github.com/inapack/inapack/p4src/wire"
-	"github.com/inapack/inapack/worker"
 	"github.com/inapack/inapack/transport"
+	"github.com/inapack/inapack/worker"
 )
 
 func main() {
@@ -44,6 +44,7 @@ func main() {
 		psMAC    = flag.String("ps-mac", "ff:ff:ff:ff:ff:ff", "destination MAC of data frames (the PS's)")
 		progress = flag.Duration("progress-timeout", 5*time.Second, "fail when no chunk completes for this long")
 		quiet    = flag.Bool("quiet", false, "no per-iteration lines")
+		checked  = flag.Bool("integrity", true, "carry the integrity lane and check every result (the job's PS and workers must agree)")
 	)
 	flag.Parse()
 	log.SetFlags(0)
@@ -85,7 +86,7 @@ func main() {
 	defer t.Close()
 	w, err := worker.New(worker.Config{Job: uint16(*job), Rank: *rank, Workers: *workers, Priority: uint8(*prio),
 		SlotBase: uint16(*slotBase), Window: *window, SrcMAC: t.MAC(), DstMAC: dst,
-		SrcIP: srcIP, DstIP: dstIP, ProgressTimeout: *progress}, t)
+		SrcIP: srcIP, DstIP: dstIP, ProgressTimeout: *progress, NoIntegrity: !*checked}, t)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -207,9 +208,10 @@ func (l *loop) summary(err error) {
 	if st, err := schedstat.Read(0); err == nil {
 		runq = fmt.Sprintf(" cpu_ms=%.1f runq_ms=%.1f", float64(st.Run)/1e6, float64(st.Wait)/1e6)
 	}
-	fmt.Printf("worker-summary: job=%d rank=%d status=%s iterations=%d exact=%d wrong=%d wrong_values=%d goodput_mbps=%.3f wall_s=%.3f sent=%d resent=%d bypass=%d overflow_results=%d ecn=%d window_cuts=%d timer_backoffs=%d ignored_results=%d fast_resent=%d kernel_drops=%d%s\n",
+	fmt.Printf("worker-summary: job=%d rank=%d status=%s iterations=%d exact=%d wrong=%d wrong_values=%d goodput_mbps=%.3f wall_s=%.3f sent=%d resent=%d bypass=%d overflow_results=%d ecn=%d window_cuts=%d timer_backoffs=%d ignored_results=%d fast_resent=%d corrupt=%d corrupt_redirects=%d kernel_drops=%d%s\n",
 		l.job, l.rank, status, l.done, l.ok, l.bad, l.values, gp, time.Since(l.start).Seconds(), s.DataSent, s.Resent,
-		s.BypassSent, s.Overflows, s.ECN, s.WindowCuts, s.TimerBackoffs, s.ResultsIgnored, s.FastResent, ts.KernelDrops, runq)
+		s.BypassSent, s.Overflows, s.ECN, s.WindowCuts, s.TimerBackoffs, s.ResultsIgnored, s.FastResent,
+		s.Corrupt, s.CorruptRedirects, ts.KernelDrops, runq)
 	if err != nil {
 		fmt.Printf("worker-error: job=%d rank=%d %v\n", l.job, l.rank, err)
 	}

@@ -56,6 +56,7 @@ const (
 	FlagECN       Flags = 0x0040 // congestion experienced
 	FlagStale     Flags = 0x0080 // carries an older seq's partial taken over by a newer seq
 	FlagFloat     Flags = 0x0100 // with bypass: values are float32 bit patterns
+	FlagCorrupt   Flags = 0x0200 // result: a packet failed the integrity check; resend with bypass
 
 	// WorkerFlags are the flags a worker may set; the switch clears the others on ingress.
 	WorkerFlags = FlagResend | FlagBypass | FlagECN | FlagFloat
@@ -67,7 +68,7 @@ var flagNames = []struct {
 }{
 	{FlagResend, "resend"}, {FlagCollision, "collision"}, {FlagPreempted, "preempted"},
 	{FlagFlushed, "flushed"}, {FlagBypass, "bypass"}, {FlagOverflow, "overflow"},
-	{FlagECN, "ecn"}, {FlagStale, "stale"}, {FlagFloat, "float"},
+	{FlagECN, "ecn"}, {FlagStale, "stale"}, {FlagFloat, "float"}, {FlagCorrupt, "corrupt"},
 }
 
 // FlagByName returns the flag with the given lower-case name.

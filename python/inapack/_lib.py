@@ -65,7 +65,7 @@ def _load():
         "inapack_allreduce_many": (i32, [i64, i32, ctypes.POINTER(vp), ctypes.POINTER(i64), ctypes.POINTER(i32), f64, i64,
                                          cp, i32]),
         "inapack_stats": (i32, [i64, cp, i32, cp, i32]),
-        "inapack_local_fabric": (i32, [i32, i32, i32, ctypes.POINTER(i64), cp, i32]),
+        "inapack_local_fabric": (i32, [i32, i32, i32, i32, ctypes.POINTER(i64), cp, i32]),
         "inapack_fabric_close": (i32, [i64, cp, i32]),
         "inapack_bench_go": (i32, [i64, i64, i32, i32, f64, i64, ctypes.POINTER(f64), cp, i32]),
     }

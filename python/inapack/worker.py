@@ -24,10 +24,12 @@ ENV = {
     "window": "INAPACK_WINDOW",
     "progress_timeout": "INAPACK_PROGRESS_TIMEOUT",
     "scale_bucket": "INAPACK_SCALE_BUCKET",
+    "integrity": "INAPACK_INTEGRITY",
 }
 _INT = {"rank", "world_size", "job", "priority", "slot_base", "window", "scale_bucket"}
 DEFAULTS = {"job": 1, "priority": 0, "slot_base": 0, "window": 16, "ps_ip": "10.0.0.100", "progress_timeout": 0.0,
-            "scale_bucket": 0}
+            "scale_bucket": 0, "integrity": True}
+_BOOL = {"true": True, "1": True, "false": False, "0": False}
 
 
 def _setting(name, given):
@@ -36,6 +38,10 @@ def _setting(name, given):
     raw = os.environ.get(ENV[name])
     if raw is None or raw == "":
         return DEFAULTS.get(name)
+    if name == "integrity":
+        if raw.lower() not in _BOOL:
+            raise ConfigError("%s=%r: want true or false" % (ENV[name], raw))
+        return _BOOL[raw.lower()]
     try:
         return int(raw) if name in _INT else float(raw) if name == "progress_timeout" else raw
     except ValueError:
@@ -50,26 +56,33 @@ class Worker:
     world_size are required; iface (an interface, opened with AF_PACKET: root or CAP_NET_RAW) and
     ip are required unless fabric is given (a LocalFabric: an in-process PS, for tests).
 
-    Float32 arrays are summed in fixed point with a scale per bucket of scale_bucket values (0: the
-    worker's default, 4096) that the workers agree on first, so no sum overflows; each result value
-    is within inapack.fixedpoint.error_bound of the exact sum (see the README). A fixed scale can be
-    forced per call instead.
+    Float32 arrays are summed in fixed point with a scale per bucket of scale_bucket values (rounded
+    up to whole packets; 0: the worker's default, 64 packets) that the workers agree on first, so no
+    sum overflows; each result value is within inapack.fixedpoint.error_bound of the exact sum (see
+    the README). A fixed scale can be forced per call instead.
+
+    integrity (default True) carries a checksum of every packet's values in its last lane, so a
+    value corrupted on the way is caught and resent instead of summed (docs/protocol.md,
+    "Integrity"); the job's PS and all its workers must agree. A packet then carries
+    fixedpoint.chunk_values(integrity) values.
     """
 
     def __init__(self, rank=None, world_size=None, *, job=None, iface=None, ip=None, ps_ip=None, ps_mac=None,
-                 priority=None, slot_base=None, window=None, progress_timeout=None, scale_bucket=None, fabric=None):
+                 priority=None, slot_base=None, window=None, progress_timeout=None, scale_bucket=None, integrity=None,
+                 fabric=None):
         s = {n: _setting(n, v) for n, v in dict(
             rank=rank, world_size=world_size, job=job, iface=iface, ip=ip, ps_ip=ps_ip, ps_mac=ps_mac,
             priority=priority, slot_base=slot_base, window=window, progress_timeout=progress_timeout,
-            scale_bucket=scale_bucket).items()}
+            scale_bucket=scale_bucket, integrity=integrity).items()}
         for n in ("rank", "world_size"):
             if s[n] is None:
                 raise ConfigError("%s not given and %s not set" % (n, ENV[n]))
         if s["scale_bucket"] < 0:
             raise ConfigError("scale_bucket %d is negative" % s["scale_bucket"])
         self.rank, self.world_size, self.job = s["rank"], s["world_size"], s["job"]
-        self.scale_bucket = s["scale_bucket"]
-        cfg = {k: s[k] for k in ("job", "rank", "world_size", "priority", "slot_base", "window", "progress_timeout")}
+        self.scale_bucket, self.integrity = s["scale_bucket"], bool(s["integrity"])
+        cfg = {k: s[k] for k in ("job", "rank", "world_size", "priority", "slot_base", "window", "progress_timeout",
+                                 "integrity")}
         if fabric is not None:
             cfg["fabric"] = fabric.id
         else:
@@ -170,11 +183,12 @@ class LocalFabric:
     """An in-process PS for one job, reached through memory: workers of this process (one per
     thread) all-reduce without root, a switch or a network. For tests and benchmarks."""
 
-    def __init__(self, world_size, *, job=1, window=16):
-        self.world_size, self.job, self.window = world_size, job, window
-        self.id = _lib.call_id(_lib.lib.inapack_local_fabric, job, world_size, window)
+    def __init__(self, world_size, *, job=1, window=16, integrity=True):
+        self.world_size, self.job, self.window, self.integrity = world_size, job, window, integrity
+        self.id = _lib.call_id(_lib.lib.inapack_local_fabric, job, world_size, window, int(integrity))
 
     def worker(self, rank, **kw):
+        kw.setdefault("integrity", self.integrity)
         return Worker(rank, self.world_size, job=self.job, window=self.window, fabric=self, **kw)
 
     def close(self):

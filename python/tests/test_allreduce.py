@@ -8,18 +8,19 @@ import inapack
 from inapack import fixedpoint
 
 N = 4
+B = 2 * fixedpoint.chunk_values()  # a bucket of two packets
 
 
-def magnitudes(rank, n=6 * 128):
-    """Buckets of 128 values of very different magnitudes (one all zero)."""
+def magnitudes(rank, n=6 * B):
+    """Buckets of B values of very different magnitudes (one all zero)."""
     rng = np.random.default_rng(rank)
-    mags = np.repeat([1e-7, 3e-3, 1.0, 250.0, 9e4, 0.0], 128)[:n]
+    mags = np.repeat([1e-7, 3e-3, 1.0, 250.0, 9e4, 0.0], B)[:n]
     return (mags * rng.uniform(-1, 1, n)).astype(np.float32)
 
 
 def test_float32_is_the_fixed_point_rule_and_within_the_bound(ranks):
     xs = [magnitudes(r) for r in range(N)]
-    for bucket in (128, 0):  # 0: the default, 4096 values: the whole tensor is one bucket
+    for bucket in (B, 0):  # 0: the default, 64 packets: the whole tensor is one bucket
         out = ranks(N, lambda w: w.allreduce(xs[w.rank].copy()), window=8, scale_bucket=bucket)
         want = fixedpoint.allreduce(xs, bucket=bucket)  # the same rule, in numpy
         exact = np.sum([x.astype(np.float64) for x in xs], axis=0)
@@ -30,14 +31,14 @@ def test_float32_is_the_fixed_point_rule_and_within_the_bound(ranks):
 
 def test_per_bucket_scale_keeps_small_buckets(ranks):
     xs = [magnitudes(r) for r in range(N)]
-    small = np.sum([x[:128].astype(np.float64) for x in xs], axis=0)
-    # One bucket of 768 values: the 1e-7 values share a scale with 9e4 and are lost entirely...
+    small = np.sum([x[:B].astype(np.float64) for x in xs], axis=0)
+    # One bucket of 6 B values: the 1e-7 values share a scale with 9e4 and are lost entirely...
     one = ranks(N, lambda w: w.allreduce(xs[w.rank].copy()))
-    assert np.abs(one[0][:128] - small).max() > 1e-8
-    # ... with buckets of 128 they keep 2^-21 of their own magnitude (2^-26 from the scale, the
+    assert np.abs(one[0][:B] - small).max() > 1e-8
+    # ... with buckets of B they keep 2^-21 of their own magnitude (2^-26 from the scale, the
     # rest the float32 rounding of the result).
-    per = ranks(N, lambda w: w.allreduce(xs[w.rank].copy()), scale_bucket=128)
-    assert np.abs(per[0][:128] - small).max() <= 1e-7 * 2.0 ** -21
+    per = ranks(N, lambda w: w.allreduce(xs[w.rank].copy()), scale_bucket=B)
+    assert np.abs(per[0][:B] - small).max() <= 1e-7 * 2.0 ** -21
 
 
 def test_int32_exact_and_in_place(ranks):
@@ -77,12 +78,12 @@ def test_allreduce_many_mixed_list(ranks):
         return w.allreduce_many([xs[r].copy(), np.arange(70, dtype=np.int32) * (r + 1), ys[r].copy(),
                                  np.zeros(0, np.float32), (np.float32(1), np.float32(2))])
 
-    out = ranks(N, f, scale_bucket=128)
+    out = ranks(N, f, scale_bucket=B)
     for many in out:
         # Each float32 array has its own buckets: the same as all-reducing it alone.
-        np.testing.assert_array_equal(many[0], fixedpoint.allreduce(xs, bucket=128))
+        np.testing.assert_array_equal(many[0], fixedpoint.allreduce(xs, bucket=B))
         np.testing.assert_array_equal(many[1], np.arange(70) * 10)
-        np.testing.assert_array_equal(many[2], fixedpoint.allreduce(ys, bucket=128))
+        np.testing.assert_array_equal(many[2], fixedpoint.allreduce(ys, bucket=B))
         assert many[3].size == 0 and many[3].dtype == np.float32
         np.testing.assert_array_equal(many[4], [4.0, 8.0])
 
@@ -159,6 +160,27 @@ def test_config_and_argument_errors(monkeypatch):
         w.close()
     with pytest.raises(inapack.ConfigError, match="init"):
         inapack.allreduce(np.zeros(1, np.float32))
+    with inapack.LocalFabric(2) as fab:  # the fabric's PS checks integrity: so must its workers
+        with pytest.raises(inapack.ConfigError, match="integrity true"):
+            fab.worker(0, integrity=False)
+
+
+def test_integrity_off_is_exact_too():
+    # Without the integrity lane a packet carries 64 values and buckets are whole packets of 64.
+    import threading
+    xs = [magnitudes(r) for r in range(2)]
+    out = [None, None]
+    with inapack.LocalFabric(2, integrity=False) as fab:
+        ws = [fab.worker(r, scale_bucket=128) for r in range(2)]
+        ts = [threading.Thread(target=lambda r=r: out.__setitem__(r, ws[r].allreduce(xs[r].copy()))) for r in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        for w in ws:
+            w.close()
+    for o in out:
+        np.testing.assert_array_equal(o, fixedpoint.allreduce(xs, bucket=128, integrity=False))
 
 
 def test_environment_configures_the_worker(monkeypatch, ranks):
@@ -178,3 +200,6 @@ def test_environment_configures_the_worker(monkeypatch, ranks):
         assert w.stats()["Results"] == 1
         w.close()
         peer.close()
+    monkeypatch.setenv("INAPACK_INTEGRITY", "maybe")
+    with pytest.raises(inapack.ConfigError, match="INAPACK_INTEGRITY"):
+        inapack.Worker(0, 2, iface="lo", ip="10.0.1.1")

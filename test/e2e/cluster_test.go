@@ -32,6 +32,8 @@ type jobSpec struct {
 	killRank  int // rank that stops after killAfter iterations; -1: none
 	killAfter int
 	progress  time.Duration // the workers' ProgressTimeout, if not runJobs's
+	// noIntegrity turns the integrity lane off for the job's PS and workers.
+	noIntegrity bool
 }
 
 // In-process RTTs are microseconds: the tests use a 5 ms RTO floor (the default 20 ms is for
@@ -44,6 +46,8 @@ type cluster struct {
 	ps   *ps.Server
 	stop context.CancelFunc
 	done chan struct{}
+	// workers are the last runJobs's workers, by job and rank.
+	workers map[uint16][]*worker.Worker
 }
 
 func workerPort(job uint16, rank int) uint16 { return 10*job + uint16(rank) + 10 }
@@ -65,12 +69,12 @@ func newCluster(t *testing.T, st model.Settings, imp Impairment, seed uint64, jo
 		must(t, sw.SetJob(model.JobKey{Job: j.id, Port: psPort}, model.JobEntry{Role: model.RoleResult, McastGroup: j.id}))
 		must(t, sw.SetPS(j.id, model.PSEntry{Port: psPort, MAC: [6]byte(psMAC), IP: [4]byte(psIP.To4())}))
 		must(t, sw.SetMcastGroup(j.id, ports))
-		cfgs = append(cfgs, ps.JobConfig{Job: j.id, Workers: j.workers, Window: j.window})
+		cfgs = append(cfgs, ps.JobConfig{Job: j.id, Workers: j.workers, Window: j.window, NoIntegrity: j.noIntegrity})
 	}
 	srv, err := ps.New(ps.Config{MAC: psMAC, IP: psIP, Jobs: cfgs})
 	must(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &cluster{sw: sw, fab: fab, ps: srv, stop: cancel, done: make(chan struct{})}
+	c := &cluster{sw: sw, fab: fab, ps: srv, stop: cancel, done: make(chan struct{}), workers: map[uint16][]*worker.Worker{}}
 	pt := fab.Attach(psPort)
 	go func() { defer close(c.done); _ = srv.Serve(ctx, pt) }()
 	return c
@@ -108,6 +112,7 @@ type jobResult struct {
 func (c *cluster) runJobs(t *testing.T, seed uint64, jobs []jobSpec, progress time.Duration) map[uint16]*jobResult {
 	t.Helper()
 	out := map[uint16]*jobResult{}
+	c.workers = map[uint16][]*worker.Worker{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, j := range jobs {
@@ -121,7 +126,8 @@ func (c *cluster) runJobs(t *testing.T, seed uint64, jobs []jobSpec, progress ti
 			w, err := worker.New(worker.Config{Job: j.id, Rank: r, Workers: j.workers, Priority: j.priority,
 				SlotBase: j.slotBase, Window: j.window, SrcMAC: net.HardwareAddr{0x02, 0, 0, byte(j.id), 0, byte(r)},
 				DstMAC: psMAC, SrcIP: net.IPv4(10, 0, byte(j.id), byte(r+1)), DstIP: psIP,
-				MinRTO: 5 * time.Millisecond, ProgressTimeout: timeout}, c.fab.Attach(workerPort(j.id, r)))
+				MinRTO: 5 * time.Millisecond, ProgressTimeout: timeout, NoIntegrity: j.noIntegrity}, c.fab.Attach(workerPort(j.id, r)))
+			c.workers[j.id] = append(c.workers[j.id], w)
 			must(t, err)
 			wg.Add(1)
 			go func(j jobSpec, r int) {

@@ -1,18 +1,22 @@
 package e2e
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/inapack/inapack/p4src/model"
+	"github.com/inapack/inapack/p4src/wire"
 	"github.com/inapack/inapack/transport"
 )
 
-// Impairment is what a link does to frames, as probabilities per frame.
+// Impairment is what a link does to frames, as probabilities per frame. Corrupt is per INA frame:
+// one bit of one value lane flipped, as the reference switch's --corrupt does (nothing below the
+// INA layer notices: the UDP checksum is zero).
 type Impairment struct {
-	Loss, Dup, Reorder float64
+	Loss, Dup, Reorder, Corrupt float64
 	// MaxDelay is how long a reordered frame is held back (default 2ms).
 	MaxDelay time.Duration
 }
@@ -30,7 +34,7 @@ type Fabric struct {
 	done  chan struct{}
 	wg    sync.WaitGroup
 
-	Lost, Duplicated, Reordered atomic.Uint64
+	Lost, Duplicated, Reordered, Corrupted atomic.Uint64
 }
 
 type inFrame struct {
@@ -100,13 +104,19 @@ func (f *Fabric) run() {
 	}
 }
 
-// impair delivers b zero, one or two times, possibly late.
+// impair delivers b zero, one or two times, possibly late, possibly corrupted. b is the fabric's
+// own copy.
 func (f *Fabric) impair(b []byte, deliver func([]byte)) {
 	f.mu.Lock()
 	r := f.rng.Float64()
 	delay := time.Duration(f.rng.Int64N(int64(f.imp.MaxDelay)))
 	reorder := f.rng.Float64() < f.imp.Reorder
+	corrupt, bit := f.rng.Float64() < f.imp.Corrupt, f.rng.IntN(32*wire.NumValues)
 	f.mu.Unlock()
+	if corrupt && len(b) == wire.FrameLen && binary.BigEndian.Uint16(b[36:]) == wire.UDPPort {
+		f.Corrupted.Add(1)
+		b[wire.FrameLen-4*wire.NumValues+bit/8] ^= 1 << (bit % 8)
+	}
 	switch {
 	case r < f.imp.Loss:
 		f.Lost.Add(1)

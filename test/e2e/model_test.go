@@ -62,7 +62,7 @@ func TestContendedJobsExact(t *testing.T) {
 					t.Errorf("job %d: %d values differ from the exact sum", j.id, r.mismatches)
 				}
 				pc, _ := c.ps.Counters(j.id)
-				chunks := uint64(j.iters * ((j.values + worker.K - 1) / worker.K))
+				chunks := uint64(j.iters * ((j.values + wire.IntegrityWidth - 1) / wire.IntegrityWidth))
 				// Each chunk completes exactly once at the PS: no chunk missing, none twice.
 				if pc.Results != chunks {
 					t.Errorf("job %d: PS emitted %d results, want %d (one per chunk)", j.id, pc.Results, chunks)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/inapack/inapack/internal/testbin"
+	"github.com/inapack/inapack/p4src/wire"
 )
 
 // binDir is the directory of the commands the namespace tests run.
@@ -24,6 +25,19 @@ func TestMain(m *testing.M) { testbin.Main(m) }
 // needs. ina-demo names its namespaces and links with a prefix unique to the run.
 func demoRun(t *testing.T, args ...string) string {
 	t.Helper()
+	out, err := demoExec(t, args...)
+	if err != nil {
+		t.Fatalf("ina-demo failed: %v", err)
+	}
+	if !regexp.MustCompile(`(?m)^demo: OK$`).MatchString(out) {
+		t.Fatal("no \"demo: OK\" line")
+	}
+	return out
+}
+
+// demoExec is demoRun for a run that may fail: its output and exit error.
+func demoExec(t *testing.T, args ...string) (string, error) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("SKIP: needs root (network namespaces, veth pairs, AF_PACKET)")
 	}
@@ -35,13 +49,7 @@ func demoRun(t *testing.T, args ...string) string {
 	cmd.Dir = filepath.Join("..", "..")
 	out, err := cmd.CombinedOutput()
 	t.Logf("ina-demo %s:\n%s", strings.Join(args, " "), out)
-	if err != nil {
-		t.Fatalf("ina-demo failed: %v", err)
-	}
-	if !regexp.MustCompile(`(?m)^demo: OK$`).Match(out) {
-		t.Fatal("no \"demo: OK\" line")
-	}
-	return string(out)
+	return string(out), err
 }
 
 // summed adds a field over the demo-job lines.
@@ -83,12 +91,31 @@ func TestNetnsEightJobsLossy(t *testing.T) {
 		t.Fatalf("%d demo-job lines, want 8", len(lines))
 	}
 	for _, l := range lines {
-		if summed(l, "ps_results") != 3*2048/64 || !strings.Contains(l, "status=ok") {
-			t.Errorf("want ps_results=%d and status=ok: %s", 3*2048/64, l)
+		if want := 3 * ((2048 + wire.IntegrityWidth - 1) / wire.IntegrityWidth); summed(l, "ps_results") != want || !strings.Contains(l, "status=ok") {
+			t.Errorf("want ps_results=%d and status=ok: %s", want, l)
 		}
 	}
 	if summed(out, "switch_collision")+summed(out, "switch_preempted") == 0 {
 		t.Error("eight jobs on eight slots never contended")
+	}
+}
+
+// Through the reference switch binary with its --corrupt fault on every port (one value bit of 2%
+// of the INA frames flipped after the checksums): with the integrity lane on (the default) every
+// result is exact and the corruptions were caught; the same run with it off delivers wrong sums.
+func TestNetnsCorruption(t *testing.T) {
+	args := []string{"-switch", "ref", "-job", "1:3:1", "-job", "2:2:5", "-active-slots", "16", "-window", "8",
+		"-size", "4096", "-iters", "4", "-corrupt", "0.02", "-seed", "3"}
+	out := demoRun(t, args...)
+	if caught := summed(out, "ps_corrupt") + summed(out, "worker_corrupt"); caught == 0 {
+		t.Error("integrity on: no corruption was caught")
+	}
+	out, err := demoExec(t, append(args, "-integrity=false")...)
+	if err == nil || !regexp.MustCompile(`(?m)^demo: FAIL: .*exact=`).MatchString(out) {
+		t.Errorf("integrity off: want a FAIL for inexact results, got %v", err)
+	}
+	if summed(out, "ps_corrupt")+summed(out, "worker_corrupt") != 0 {
+		t.Error("integrity off: corruption counted as caught")
 	}
 }
 

@@ -9,8 +9,8 @@ import (
 	"net"
 	"time"
 
-	"github.com/inapack/inapack/worker"
 	"github.com/inapack/inapack/transport"
+	"github.com/inapack/inapack/worker"
 )
 
 // defaultWindow is the job's slots when the config gives none: ina-worker's default.
@@ -31,6 +31,9 @@ type config struct {
 	Fabric   int64  `json:"fabric"` // instead of Iface: an in-process PS from inapack_local_fabric
 	// ProgressTimeout is in seconds (0: the worker's default, 5 s).
 	ProgressTimeout float64 `json:"progress_timeout"`
+	// Integrity carries and checks the integrity lane (absent: on); the job's PS and every
+	// worker must agree.
+	Integrity *bool `json:"integrity"`
 }
 
 func decodeConfig(s string, c *config) error {
@@ -53,7 +56,8 @@ func (c *config) open() (*worker.Worker, transport.Transport, error) {
 		return nil, nil, fmt.Errorf("%w: progress_timeout %v is negative", errConfig, c.ProgressTimeout)
 	}
 	wc := worker.Config{Job: uint16(c.Job), Rank: c.Rank, Workers: c.Workers, Priority: uint8(c.Priority),
-		SlotBase: uint16(c.SlotBase), Window: c.Window, ProgressTimeout: time.Duration(c.ProgressTimeout * float64(time.Second))}
+		SlotBase: uint16(c.SlotBase), Window: c.Window, ProgressTimeout: time.Duration(c.ProgressTimeout * float64(time.Second)),
+		NoIntegrity: c.Integrity != nil && !*c.Integrity}
 	if wc.Window == 0 {
 		wc.Window = defaultWindow
 	}
@@ -63,7 +67,7 @@ func (c *config) open() (*worker.Worker, transport.Transport, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		m, err := f.attach(c.Rank, c.Job, c.Workers, wc.Window)
+		m, err := f.attach(c.Rank, c.Job, c.Workers, wc.Window, !wc.NoIntegrity)
 		if err != nil {
 			return nil, nil, err
 		}

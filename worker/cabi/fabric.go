@@ -18,6 +18,7 @@ import (
 // It lets the bridge be tested and benchmarked without root, a switch or a network.
 type fabric struct {
 	job, workers, window int
+	integrity            bool
 	srv                  *ps.Server
 	psEnd                *transport.Mem
 	cancel               context.CancelFunc
@@ -37,10 +38,11 @@ var (
 )
 
 // inapack_local_fabric starts an in-process PS serving one job of `workers` workers with the given
-// window (0: the default) and writes its id, for the "fabric" config field, to *id.
+// window (0: the default), checking the integrity lane unless integrity is 0, and writes its id,
+// for the "fabric" config field, to *id.
 //
 //export inapack_local_fabric
-func inapack_local_fabric(job, workers, window C.int, id *C.int64_t, errBuf *C.char, errLen C.int) C.int {
+func inapack_local_fabric(job, workers, window, integrity C.int, id *C.int64_t, errBuf *C.char, errLen C.int) C.int {
 	if window == 0 {
 		window = defaultWindow
 	}
@@ -48,11 +50,11 @@ func inapack_local_fabric(job, workers, window C.int, id *C.int64_t, errBuf *C.c
 		return status(fmt.Errorf("%w: job %d", errConfig, job), errBuf, errLen)
 	}
 	srv, err := ps.New(ps.Config{MAC: fabricMAC, IP: fabricIP,
-		Jobs: []ps.JobConfig{{Job: uint16(job), Workers: int(workers), Window: int(window)}}})
+		Jobs: []ps.JobConfig{{Job: uint16(job), Workers: int(workers), Window: int(window), NoIntegrity: integrity == 0}}})
 	if err != nil {
 		return status(err, errBuf, errLen)
 	}
-	f := &fabric{job: int(job), workers: int(workers), window: int(window), srv: srv,
+	f := &fabric{job: int(job), workers: int(workers), window: int(window), integrity: integrity != 0, srv: srv,
 		ends: make([]*transport.Mem, workers), done: make(chan struct{})}
 	f.psEnd = transport.NewMem(func(b []byte) error {
 		f.mu.Lock()
@@ -101,11 +103,11 @@ func fabricByID(id int64) (*fabric, error) {
 }
 
 // attach connects rank's endpoint; the worker's job must be the fabric's.
-func (f *fabric) attach(rank, job, workers, window int) (*transport.Mem, error) {
+func (f *fabric) attach(rank, job, workers, window int, integrity bool) (*transport.Mem, error) {
 	switch {
-	case job != f.job || workers != f.workers || window != f.window:
-		return nil, fmt.Errorf("%w: worker of job %d (%d workers, window %d) on a local fabric for job %d (%d workers, window %d)",
-			errConfig, job, workers, window, f.job, f.workers, f.window)
+	case job != f.job || workers != f.workers || window != f.window || integrity != f.integrity:
+		return nil, fmt.Errorf("%w: worker of job %d (%d workers, window %d, integrity %v) on a local fabric for job %d (%d workers, window %d, integrity %v)",
+			errConfig, job, workers, window, integrity, f.job, f.workers, f.window, f.integrity)
 	case rank < 0 || rank >= f.workers:
 		return nil, fmt.Errorf("%w: rank %d outside 0..%d", errConfig, rank, f.workers-1)
 	}

@@ -21,8 +21,8 @@ import (
 	"unsafe"
 
 	"github.com/inapack/inapack/ps"
-	"github.com/inapack/inapack/worker"
 	"github.com/inapack/inapack/transport"
+	"github.com/inapack/inapack/worker"
 )
 
 func main() {}

@@ -173,7 +173,7 @@ def train(a, worker=None):
     res = {
         "mode": a.mode, "status": "ok" if ok else "wrong", "rank": rank, "world_size": world, "job": job,
         "seed": a.seed, "epochs": a.epochs, "steps": step, "batch_per_worker": a.batch, "lr": a.lr,
-        "params": int(model.flat.size), "scale_bucket": a.scale_bucket or fixedpoint.DEFAULT_BUCKET, "curve": curve,
+        "params": int(model.flat.size), "scale_bucket": a.scale_bucket or fixedpoint.default_bucket(), "curve": curve,
         "final_test_acc": curve[-1]["test_acc"], "final_train_loss": curve[-1]["train_loss"],
         "n_test": int(len(yte)), "params_sha256": hashlib.sha256(model.flat.tobytes()).hexdigest(),
         "exact_steps": exact_steps, "bound_violations": violations, "max_err_over_bound": worst,
