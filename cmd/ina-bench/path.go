@@ -92,7 +92,9 @@ func path(o pathOpts) (float64, error) {
 		if r.err != nil {
 			return 0, r.err
 		}
-		sum += float64(r.chunks) * 4 * wire.NumValues * 8 / o.measure.Seconds() / 1e6
+		// In tensor bits, as the agents' goodput is: their packets carry wire.IntegrityWidth
+		// values besides the integrity lane (on by default).
+		sum += float64(r.chunks) * 4 * wire.IntegrityWidth * 8 / o.measure.Seconds() / 1e6
 	}
 	return sum / float64(o.workers), nil
 }

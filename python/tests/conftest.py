@@ -5,11 +5,11 @@ import pytest
 import inapack
 
 
-def run_ranks(n, fn, window=16, **worker_kw):
+def run_ranks(n, fn, window=16, integrity=True, **worker_kw):
     """Runs fn(worker) for ranks 0..n-1 of one job, one thread each, on a LocalFabric; returns the
     results by rank and re-raises the first exception."""
     out, errs = [None] * n, [None] * n
-    with inapack.LocalFabric(n, window=window) as fab:
+    with inapack.LocalFabric(n, window=window, integrity=integrity) as fab:
         workers = [fab.worker(r, **worker_kw) for r in range(n)]
 
         def go(r):
