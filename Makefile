@@ -11,7 +11,7 @@ export SWITCH BUILD GO
 # ip, sysctl and Mininet's tools live in sbin, which a sudo user's PATH (sudo env "PATH=$PATH") lacks.
 export PATH := $(PATH):/usr/local/sbin:/usr/sbin:/sbin
 
-.PHONY: all build test demo p4 p4-tna ptf bench bench-placement evaluation run stop clean cluster-demo pylib train-demo bench-python validate
+.PHONY: all build test kube-test k8s-demo demo p4 p4-tna ptf bench bench-placement evaluation run stop clean cluster-demo pylib train-demo bench-python validate
 
 all: build
 
@@ -25,6 +25,21 @@ build:
 test:
 	$(GO) vet ./...
 	$(GO) tool gotestsum --format pkgname --format-hide-empty-pkg -- -count=1 ./...
+
+# The Kubernetes module (kube/, a go.mod of its own so that make test stays light): the NetPack
+# scheduler plugin, the extender, the operator and the node runner, tested against an etcd,
+# kube-apiserver and kube-scheduler started in process (the end-to-end test needs root). No go vet:
+# its analysis of Kubernetes' whole tree takes longer than the build.
+KUBE_RUN ?=
+kube-test: build
+	cd kube && INAPACK_BIN=$(abspath $(BUILD)/bin) $(GO) test -vet=off -count=1 -timeout 20m $(if $(KUBE_RUN),-run '$(KUBE_RUN)') ./...
+
+# Training gangs through kube-scheduler with the NetPack plugin, the operator and the switch
+# controller on an emulated cluster: each gang's placement, JCT and exactness (root; SWITCH=bmv2).
+k8s-demo: build
+	@cd kube && INAPACK_BIN=$(abspath $(BUILD)/bin) $(GO) test -vet=off -count=1 -timeout 15m -run 'TestKubernetesEndToEnd$$' -v ./e2e \
+	  -args -demo -switch $(if $(filter bmv2,$(SWITCH)),bmv2,ref) 2>$(abspath $(BUILD))/k8s-demo.log \
+	  || { tail -n 30 $(abspath $(BUILD))/k8s-demo.log; echo "k8s-demo: FAIL (the components' logs: $(BUILD)/k8s-demo.log)"; exit 1; }
 
 demo:
 	@scripts/demo.sh

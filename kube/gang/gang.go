@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -207,8 +208,8 @@ func (v *View) Place(cfg Config, g *Gang, id string) (*Plan, error) {
 		pl.Local = local.UID
 		pl.Rank[local.UID] = rank // last: it talks to the PS inside its node, as in the scheduler service
 	}
-	for _, n := range pl.Node {
-		if v.Unlabelled[n] && pl.INA {
+	for _, n := range slices.Sorted(maps.Values(pl.Node)) {
+		if v.Unlabelled[n] && !slices.ContainsFunc(pl.Why, func(w string) bool { return strings.Contains(w, " "+n+" ") }) {
 			pl.INA = false
 			pl.Why = append(pl.Why, fmt.Sprintf("INA off: node %s has no %s label, so no switch is known to aggregate there", n, RackLabel))
 		}

@@ -101,7 +101,7 @@ func TestGangsPlacedAsTheService(t *testing.T) {
 	jobs := []kubetest.Job{
 		{Name: "a", Workers: 2, GPUsPerWorker: 2, Model: "vgg16", PodGroup: true},
 		{Name: "b", Workers: 1, GPUsPerWorker: 2, Model: "resnet50", PodGroup: false},
-		{Name: "c", Workers: 2, GPUsPerWorker: 1, Model: "bert-base", PodGroup: true},
+		{Name: "c", Workers: 2, GPUsPerWorker: 2, Model: "bert-base", PodGroup: true},
 	}
 	for _, j := range jobs {
 		j.Namespace, j.SchedulerName = "default", "inapack-scheduler"
@@ -127,14 +127,16 @@ func TestGangTooLargeStaysPending(t *testing.T) {
 	_, pods := j.Objects()
 	var why string
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
-		p, err := api.Client.CoreV1().Pods("default").Get(ctx, pods[1].Name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && strings.Contains(c.Message, "12 GPUs") {
-				why = c.Message
-				return true, nil
+		for _, pod := range pods {
+			p, err := api.Client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && strings.Contains(c.Message, "12 GPUs") {
+					why = pod.Name + ": " + c.Message
+					return true, nil
+				}
 			}
 		}
 		return false, nil
@@ -171,5 +173,45 @@ func assertNoneBound(ctx context.Context, t *testing.T, api *kubetest.API, ns st
 	}
 	if len(bound) > 0 {
 		t.Errorf("pods bound of a gang that cannot run whole: %v", slices.Sorted(maps.Keys(bound)))
+	}
+}
+
+// TestUnlabelledNodesINAOff: a gang placed on nodes without a rack label gets INA off in its plan
+// and an event on its PS pod that says why.
+func TestUnlabelledNodesINAOff(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	api := kubetest.StartAPI(t)
+	kubetest.StartScheduler(ctx, t, kubetest.SchedulerConfig(api, profile, ""), app.WithPlugin(plugin.Name, plugin.New))
+	var nodes []*v1.Node
+	for _, n := range []string{"n1", "n2"} {
+		nodes = append(nodes, kubetest.Node(n, 2, nil, nil))
+	}
+	kubetest.Fatal(t, kubetest.CreateNodes(ctx, api.Client, nodes))
+	j := kubetest.Job{Namespace: "default", Name: "bare", Workers: 2, GPUsPerWorker: 2, Model: "resnet50", PodGroup: true,
+		SchedulerName: "inapack-scheduler"}
+	kubetest.Fatal(t, kubetest.Submit(ctx, api.Client, j))
+	_, err := kubetest.WaitBound(ctx, api.Client, j, 30*time.Second)
+	kubetest.Fatal(t, err)
+	ps, err := api.Client.CoreV1().Pods("default").Get(ctx, "bare-ps", metav1.GetOptions{})
+	kubetest.Fatal(t, err)
+	if got := ps.Annotations["inapack.io/ina"]; got != "false" {
+		t.Errorf("plan of a gang on unlabelled nodes: inapack.io/ina=%q, want false", got)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		evs, err := api.Client.EventsV1().Events("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "NetPackINAOff" && e.Regarding.Name == "bare-ps" {
+				t.Logf("event: %s", e.Note)
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Errorf("no NetPackINAOff event on bare-ps: %v", err)
 	}
 }

@@ -44,8 +44,44 @@ type NetPack struct {
 // attempt is one try at a gang: its plan and which of its pods have reserved and bound.
 type attempt struct {
 	plan     *gang.Plan
+	made     time.Time
+	gpus     map[types.UID]int
 	reserved sets.Set[types.UID]
 	bound    sets.Set[types.UID]
+}
+
+// stale says why a plan can no longer be followed ("" if it can): it is older than a whole try
+// may take, or a node of it no longer has the GPUs its pod needs (another pod came first). The
+// scheduler may reserve and unreserve the gang's pods several times while it evaluates one
+// placement, so a plan outlives an Unreserve; it is dropped when it no longer fits.
+func (a *attempt) stale(key gang.Key, nodes []fwk.NodeInfo, maxAge time.Duration) string {
+	if a.bound.Len() == 0 && time.Since(a.made) > maxAge {
+		return fmt.Sprintf("plan %s is older than %v", a.plan.ID, maxAge)
+	}
+	byName := map[string]fwk.NodeInfo{}
+	for _, ni := range nodes {
+		byName[ni.Node().Name] = ni
+	}
+	need := map[string]int{}
+	for uid, n := range a.plan.Node {
+		need[n] += a.gpus[uid]
+	}
+	for n, want := range need {
+		ni, ok := byName[n]
+		if !ok {
+			return "node " + n + " is gone"
+		}
+		free := gang.GPUs(ni.Node().Status.Allocatable)
+		for _, pi := range ni.GetPods() {
+			if k, ok := gang.KeyOf(pi.GetPod()); !ok || k != key {
+				free -= gang.PodGPUs(pi.GetPod())
+			}
+		}
+		if free < want {
+			return fmt.Sprintf("node %s has %d GPUs free, the plan puts %d there", n, free, want)
+		}
+	}
+	return ""
 }
 
 var (
@@ -101,7 +137,8 @@ func (p *NetPack) collect(pod *v1.Pod) (*gang.Gang, error) {
 		}
 		minCount = n
 	}
-	pods, err := p.pods.Pods(pod.Namespace).List(labels.Everything())
+	// The scheduler's pod informer has no namespace index: list all, Collect keeps the gang's.
+	pods, err := p.pods.List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +181,11 @@ func (p *NetPack) attemptFor(ctx context.Context, key gang.Key, pod *v1.Pod, nod
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if a := p.plans[key]; a != nil {
-		return a, nil
+		if why := a.stale(key, nodes, dur(p.args.PermitTimeout, time.Minute)); why == "" {
+			return a, nil
+		} else {
+			klog.FromContext(ctx).Info("NetPack plans a gang anew", "gang", key.String(), "why", why)
+		}
 	}
 	g, err := p.collect(pod)
 	if err != nil {
@@ -177,7 +218,10 @@ func (p *NetPack) attemptFor(ctx context.Context, key gang.Key, pod *v1.Pod, nod
 		p.h.EventRecorder().Eventf(g.PS, nil, v1.EventTypeWarning, "NetPackINAOff", "Scheduling", "gang %s: %s", key, why)
 	}
 	klog.FromContext(ctx).Info("NetPack planned a gang", "gang", key.String(), "plan", plan.String(), "id", plan.ID)
-	a := &attempt{plan: plan, reserved: sets.New[types.UID](), bound: sets.New[types.UID]()}
+	a := &attempt{plan: plan, made: time.Now(), gpus: map[types.UID]int{}, reserved: sets.New[types.UID](), bound: sets.New[types.UID]()}
+	for _, pod := range g.Pods() {
+		a.gpus[pod.UID] = gang.PodGPUs(pod)
+	}
 	p.plans[key] = a
 	return a, nil
 }
@@ -233,8 +277,9 @@ func (p *NetPack) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, node
 	return nil
 }
 
-// Unreserve gives up the gang's try: every other pod of it waiting at Permit is rejected, and the
-// gang is planned anew from its next pod (all pods or none).
+// Unreserve takes the pod off its gang's count and rejects the gang's pods waiting at Permit: a
+// gang runs with all its pods or none. The plan stays while it still fits (attempt.stale): the
+// scheduler also unreserves pods when it reverts a placement it was only evaluating.
 func (p *NetPack) Unreserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
 	key, ok := gang.KeyOf(pod)
 	if !ok {
@@ -246,7 +291,7 @@ func (p *NetPack) Unreserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ 
 		p.mu.Unlock()
 		return
 	}
-	delete(p.plans, key)
+	a.reserved.Delete(pod.UID)
 	p.mu.Unlock()
 	p.h.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 		if k, ok := gang.KeyOf(wp.GetPod()); ok && k == key {

@@ -12,11 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apiserver/pkg/storage/storagebackend"
 	etcd3testing "k8s.io/apiserver/pkg/storage/etcd3/testing"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/component-base/configz"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	apitesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
@@ -134,6 +135,7 @@ func StartScheduler(ctx context.Context, t testing.TB, config string, plugins ..
 		case <-time.After(10 * time.Second):
 			t.Log("kube-scheduler did not stop within 10s")
 		}
+		configz.Delete("componentconfig") // the next scheduler of this process registers it again
 	})
 	select {
 	case err := <-done:
