@@ -32,7 +32,10 @@ type Config struct {
 	QueueLen  int                // egress queue bound in packets; default DefaultQueueLen
 	Ring      RingConfig         // AF_PACKET ring sizes per port
 	StatsAddr string             // loopback HTTP address serving GET /stats; empty: none
-	Logger    *slog.Logger
+	// FaultAPI serves GET and PUT /faults on StatsAddr: the fault rates change while running
+	// (chaos runs); off by default, since anyone reaching the address could then drop traffic.
+	FaultAPI bool
+	Logger   *slog.Logger
 	// Switch is the model to serve; nil makes a new one.
 	Switch *model.Switch
 	// Ready, if set, is called with the bound gRPC and stats addresses once serving.
@@ -153,6 +156,9 @@ func (c Config) withDefaults() (Config, error) {
 		if !loop {
 			return c, fmt.Errorf("stats address %s must be a loopback address", c.StatsAddr)
 		}
+	}
+	if c.FaultAPI && c.StatsAddr == "" {
+		return c, fmt.Errorf("the fault API is served on the stats address: give one")
 	}
 	return c, nil
 }

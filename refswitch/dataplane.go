@@ -31,8 +31,9 @@ type port struct {
 	ifname string
 	sock   *afring.Socket
 	q      egressQueue
-	shaper *shaper   // nil: no rate limit
-	faults *injector // nil: no faults
+	shaper *shaper     // nil: no rate limit
+	faults *injector   // nil: no faults
+	live   *liveFaults // non-nil with Config.FaultAPI: faults' rates change at run time
 	st     portCounters
 }
 
@@ -206,6 +207,9 @@ func (d *dataplane) emit(p *port, f []byte) {
 		d.transmit(p, f)
 		d.frames.put(f)
 		return
+	}
+	if p.live != nil {
+		p.faults.follow(p.live, p.num)
 	}
 	out, n := p.faults.apply(f)
 	for _, g := range out[:n] {

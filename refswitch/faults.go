@@ -48,6 +48,7 @@ type injector struct {
 	corrupt *rand.Rand
 	held    []byte // a packet delayed behind the next one
 	st      *portCounters
+	seen    *FaultConfig // the live rates in force (liveFaults.cur), nil without a fault API
 }
 
 func newInjector(cfg FaultConfig, port uint16, st *portCounters) *injector {

@@ -2,7 +2,10 @@ package refswitch
 
 import (
 	"encoding/binary"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -174,5 +177,62 @@ func TestCorruptLeavesOtherFaultsAsTheyWere(t *testing.T) {
 	}
 	if !slices.Equal(run(base), run(withCorrupt)) {
 		t.Fatal("turning corruption on changed which packets were lost, duplicated or reordered")
+	}
+}
+
+// TestLiveFaults changes the rates through PUT /faults between frames: a port follows the rates in
+// force at each frame, re-seeded on a change, and bad bodies get a 400 that changes nothing.
+func TestLiveFaults(t *testing.T) {
+	live := newLiveFaults(FaultConfig{})
+	mux := http.NewServeMux()
+	live.register(mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	put := func(body string) int {
+		req, _ := http.NewRequest(http.MethodPut, srv.URL+"/faults", strings.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	st := &portCounters{}
+	in := newInjector(FaultConfig{}, 1, st)
+	sent := func(n int) int {
+		total := 0
+		for i := range n {
+			in.follow(live, 1)
+			_, k := in.apply([]byte{byte(i)})
+			total += k
+		}
+		return total
+	}
+	if got := sent(100); got != 100 {
+		t.Fatalf("no faults: %d of 100 sent", got)
+	}
+	if code := put(`{"loss": 1, "seed": 3}`); code != http.StatusOK {
+		t.Fatalf("PUT loss 1: %d", code)
+	}
+	if got := sent(100); got != 0 || st.FaultLost.Load() != 100 {
+		t.Fatalf("loss 1: %d sent, %d counted lost", got, st.FaultLost.Load())
+	}
+	for _, bad := range []string{`{"loss": 2}`, `{"loss": -0.1}`, `{"lose": 1}`, `{"loss": 0}{}`, `not json`,
+		`{"loss": "1"}`, `{"dup": NaN}`, `{"loss": 0, "pad": "` + strings.Repeat("x", maxFaultBody) + `"}`} {
+		if code := put(bad); code != http.StatusBadRequest {
+			t.Errorf("PUT %.40q: %d, want 400", bad, code)
+		}
+	}
+	if got := sent(10); got != 0 {
+		t.Fatalf("a rejected PUT changed the rates: %d of 10 sent", got)
+	}
+	if code := put(`{"corrupt": 0.5, "reorder": 0.1}`); code != http.StatusOK {
+		t.Fatalf("PUT corrupt: %d", code)
+	}
+	if code := put(`{}`); code != http.StatusOK {
+		t.Fatalf("PUT {}: %d", code)
+	}
+	if got := sent(100); got != 100 {
+		t.Fatalf("faults off again: %d of 100 sent", got)
 	}
 }

@@ -33,6 +33,10 @@ func Run(ctx context.Context, cfg Config) error {
 		sw = model.New()
 	}
 	d := &dataplane{sw: sw, log: log, ports: map[uint16]*port{}}
+	var live *liveFaults
+	if cfg.FaultAPI {
+		live = newLiveFaults(cfg.Faults)
+	}
 	defer func() {
 		for _, p := range d.ports {
 			p.sock.Close()
@@ -47,8 +51,9 @@ func Run(ctx context.Context, cfg Config) error {
 		if mbps, ok := cfg.Rates[spec.Port]; ok {
 			p.shaper = newShaper(mbps)
 		}
-		if cfg.Faults.active() {
+		if cfg.Faults.active() || live != nil {
 			p.faults = newInjector(cfg.Faults, spec.Port, &p.st)
+			p.live = live
 		}
 		log.Info("port attached", "port", spec.Port, "interface", spec.Ifname, "rate_mbps", cfg.Rates[spec.Port])
 	}
@@ -72,7 +77,11 @@ func Run(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("stats listen on %s: %w", cfg.StatsAddr, err)
 		}
 		statsAddr = sl.Addr().String()
-		hs = &http.Server{Handler: d.statsHandler(), ReadHeaderTimeout: 5 * time.Second}
+		mux := d.statsHandler()
+		if live != nil {
+			live.register(mux)
+		}
+		hs = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = hs.Serve(sl) }()
 	}
 

@@ -81,7 +81,7 @@ func (d *dataplane) stats() Stats {
 }
 
 // statsHandler serves the counters as JSON at /stats.
-func (d *dataplane) statsHandler() http.Handler {
+func (d *dataplane) statsHandler() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -52,6 +52,7 @@ func run(args []string) error {
 	fs.Uint64Var(&cfg.Faults.Seed, "seed", 1, "seed of the fault injection (same seed and traffic, same faults)")
 	fs.IntVar(&cfg.QueueLen, "queue-len", refswitch.DefaultQueueLen, "egress queue bound per port, in packets (tail drop beyond)")
 	fs.StringVar(&cfg.StatsAddr, "stats-addr", "", "loopback address serving the switch's counters as JSON at /stats")
+	fs.BoolVar(&cfg.FaultAPI, "fault-api", false, "also serve GET/PUT /faults on --stats-addr: change the fault rates while running (chaos runs)")
 	fs.StringVar(&level, "log-level", "info", "log level: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
