@@ -59,7 +59,7 @@ func (s *Service) startAgents(j *Job) error {
 		if err != nil {
 			return err
 		}
-		if err := s.cfg.Controller.AddJob(ctx, jc); err != nil {
+		if err := s.addJob(ctx, jc); err != nil {
 			return fmt.Errorf("installing the job on the switches: %w", err)
 		}
 	}
@@ -320,9 +320,9 @@ func (s *Service) teardownAt(id int, st State, reason string, at time.Time) {
 	}
 	if p.SwitchJob != 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		err := s.cfg.Controller.RemoveJob(ctx, p.SwitchJob)
+		err := s.removeJob(ctx, p.SwitchJob)
 		cancel()
-		if err != nil && !strings.Contains(err.Error(), "404") {
+		if err != nil {
 			problems = append(problems, "removing its switch entries: "+err.Error())
 		}
 	}

@@ -1,0 +1,94 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"syscall"
+	"testing"
+	"time"
+
+	cp "github.com/inapack/inapack/controlplane"
+)
+
+// flakyController is a controller that is restarting: its first calls go unanswered, the first
+// add having taken effect all the same (the connection reset after the controller applied it).
+type flakyController struct {
+	down         int  // calls still unanswered
+	dead         bool // nothing answers, nothing is applied
+	have         map[int]bool
+	adds, remove int
+}
+
+var errReset = &url.Error{Op: "Post", URL: "http://127.0.0.1:1/v1/jobs", Err: syscall.ECONNRESET}
+
+func (f *flakyController) Jobs(context.Context) ([]cp.JobConfig, error) { return nil, nil }
+
+func (f *flakyController) AddJob(_ context.Context, j cp.JobConfig) error {
+	f.adds++
+	if f.dead {
+		return errReset
+	}
+	if f.have[j.ID] {
+		return errors.New("POST /v1/jobs: 409 Conflict: job exists")
+	}
+	f.have[j.ID] = true
+	if f.down > 0 {
+		f.down--
+		return errReset
+	}
+	return nil
+}
+
+func (f *flakyController) RemoveJob(_ context.Context, id int) error {
+	f.remove++
+	if f.down > 0 {
+		f.down--
+		return errReset
+	}
+	if !f.have[id] {
+		return errors.New("DELETE /v1/jobs/7: 404 Not Found: unknown job")
+	}
+	delete(f.have, id)
+	return nil
+}
+
+// TestControllerRestartNeitherFailsNorLeaks: chaos found jobs that started while the controller
+// restarted failing ("installing the job on the switches: connection reset by peer") and their
+// entries left behind (the removal refused too). The scheduler now retries a call that went
+// unanswered, takes the conflict that follows an add applied before the reset as done, and a
+// removal of what is gone as done; the controller's own refusals still fail at once.
+func TestControllerRestartNeitherFailsNorLeaks(t *testing.T) {
+	f := &flakyController{down: 2, have: map[int]bool{}}
+	s := &Service{cfg: Config{Controller: f}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.addJob(ctx, cp.JobConfig{ID: 7}); err != nil {
+		t.Fatalf("add across a restart: %v", err)
+	}
+	if !f.have[7] || f.adds != 2 {
+		t.Fatalf("after the add: installed %v after %d calls, want installed after 2", f.have[7], f.adds)
+	}
+	f.down = 3
+	if err := s.removeJob(ctx, 7); err != nil {
+		t.Fatalf("remove across a restart: %v", err)
+	}
+	if f.have[7] || f.remove != 4 {
+		t.Fatalf("after the removal: still installed %v after %d calls, want removed after 4", f.have[7], f.remove)
+	}
+	if err := s.removeJob(ctx, 7); err != nil {
+		t.Fatalf("removing a job the controller no longer has: %v, want done", err)
+	}
+	if err := s.addJob(ctx, cp.JobConfig{ID: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.addJob(ctx, cp.JobConfig{ID: 8}); err == nil {
+		t.Fatal("a conflict the scheduler did not cause itself was taken as success")
+	}
+	f.dead = true
+	short, cancel2 := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel2()
+	if err := s.addJob(short, cp.JobConfig{ID: 9}); !unreachable(err) {
+		t.Fatalf("a controller that never answers: %v, want the unreachable error once the context ends", err)
+	}
+}
