@@ -63,16 +63,19 @@ func (s *Socket) Flush() error {
 	return s.flush()
 }
 
+// Frames the kernel did not take stay queued, and pending, until a send succeeds: a ring filled
+// while the interface was down (ENETDOWN) is sent once it is up, where forgetting them left every
+// slot waiting for a send that never came and Queue waiting for a slot forever.
 func (s *Socket) flush() error {
 	if s.txPending == 0 {
 		return nil
 	}
-	s.txPending = 0
 	s.st.flushes.Add(1)
 	for {
 		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
 		switch {
 		case e == 0:
+			s.txPending = 0
 			return nil
 		case e == unix.EINTR:
 			continue
