@@ -37,6 +37,9 @@ type Config struct {
 	Dir      string // generated configs and logs
 	// Settings override the topology's ina settings on every switch (nil: keep them).
 	Settings *cp.Settings
+	// FaultAPI starts reference switches with --fault-api (SetFaults changes their loss,
+	// duplication and reordering while they run).
+	FaultAPI bool
 }
 
 // Cluster is a running emulated cluster.
@@ -54,6 +57,13 @@ type Cluster struct {
 	thrift map[string]string // BMv2: switch -> thrift port
 	stats  map[string]string // reference switch -> its counters' address (GET /stats)
 	pids   map[string]int    // switch -> its process id
+	// How each switch and the controller were started, to restart them (faults.go).
+	argv     map[string][]string // switch or "inactl" -> command line
+	rates    map[string][]swPort // BMv2 switch -> its ports, for the queue rates after a restart
+	proc     map[string]*procs.Proc
+	restarts map[string]int
+	// hostLink is the switch-side interface of each host's link.
+	hostLink map[string]string
 }
 
 // HostNS is how a host is reached (the scheduler's hosts-file entry).
@@ -87,7 +97,8 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{Topo: topo, Hosts: map[string]HostNS{}, cfg: cfg, thrift: map[string]string{}, stats: map[string]string{},
-		pids: map[string]int{}}
+		pids: map[string]int{}, argv: map[string][]string{}, rates: map[string][]swPort{}, proc: map[string]*procs.Proc{},
+		restarts: map[string]int{}, hostLink: map[string]string{}}
 	if err := c.build(ctx); err != nil {
 		c.Close()
 		return nil, err
@@ -153,6 +164,11 @@ func (c *Cluster) wire() (map[string][]swPort, error) {
 		}{{a, la, pa}, {b, lb, pb}} {
 			if h, ok := t.Hosts[e.node]; ok {
 				ns := c.Hosts[e.node].Netns
+				if e.link == la {
+					c.hostLink[e.node] = lb
+				} else {
+					c.hostLink[e.node] = la
+				}
 				// No IP address on eth0: the agents speak AF_PACKET, and without an address the kernel
 				// ignores INA frames instead of answering with ICMP.
 				for _, s := range [][]string{
@@ -217,6 +233,9 @@ func (c *Cluster) startSwitches(ctx context.Context, ports map[string][]swPort) 
 			c.stats[name] = statsAddr
 			argv = []string{filepath.Join(c.cfg.Bin, "refswitch"), "--grpc-addr", grpcAddr, "--device-id", "1", "--log-level", "warn",
 				"--stats-addr", statsAddr}
+			if c.cfg.FaultAPI {
+				argv = append(argv, "--fault-api")
+			}
 			for _, p := range ps {
 				argv = append(argv, "-i", fmt.Sprintf("%d@%s", p.port, p.iface))
 				if p.mbps > 0 {
@@ -237,18 +256,9 @@ func (c *Cluster) startSwitches(ctx context.Context, ports map[string][]swPort) 
 			argv = append(argv, "--", "--grpc-server-addr", grpcAddr, "--cpu-port", "255")
 			ep.DeviceConfig, ep.ThriftAddress = c.cfg.BMv2JSON, thrift
 		}
-		p, err := c.start("switch-"+name, argv...)
-		if err != nil {
+		c.argv[name], c.rates[name] = argv, ps
+		if err := c.startSwitch(ctx, name); err != nil {
 			return nil, err
-		}
-		c.pids[name] = p.Cmd.Process.Pid
-		if err := procs.WaitTCP(ctx, grpcAddr, p); err != nil {
-			return nil, err
-		}
-		if c.cfg.Switch == "bmv2" {
-			if err := c.bmv2Rates(name, ps); err != nil {
-				return nil, err
-			}
 		}
 		eps[name] = ep
 	}
@@ -311,14 +321,12 @@ func (c *Cluster) startController(ctx context.Context, eps map[string]topology.E
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		return err
 	}
-	p, err := c.start("inactl", filepath.Join(c.cfg.Bin, "inactl"), "run", "--config", path)
-	if err != nil {
-		return err
-	}
-	if err := procs.WaitTCP(ctx, apiAddr, p); err != nil {
-		return err
-	}
 	c.API = apiAddr
+	c.argv[controller] = []string{filepath.Join(c.cfg.Bin, "inactl"), "run", "--config", path}
+	if err := c.StartController(ctx); err != nil {
+		return err
+	}
+	p := c.proc[controller]
 	// Ready when every switch has the pipeline and the routes.
 	cl := api.NewClient(apiAddr, "")
 	for {
@@ -355,7 +363,9 @@ func (c *Cluster) Close() {
 		c.procs[i].Stop(3 * time.Second)
 	}
 	c.procs = nil
-	for _, l := range c.links {
+	// Deleting one end of a veth pair deletes both at once; a namespace's links would go only
+	// when the kernel gets round to destroying it.
+	for _, l := range append(slices.Clone(c.links), slices.Collect(maps.Values(c.hostLink))...) {
 		_ = exec.Command("ip", "link", "del", l).Run()
 	}
 	for _, ns := range c.hostNS {
