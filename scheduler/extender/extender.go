@@ -2,6 +2,7 @@ package extender
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -83,7 +84,7 @@ func (e *Extender) planFor(ctx context.Context, pod *v1.Pod) (*plan, error) {
 	}
 	md, err := jobModel(pod)
 	if err != nil {
-		return nil, err
+		return nil, badRequest{err}
 	}
 	mine, bound := run[key]
 	delete(run, key)
@@ -94,7 +95,7 @@ func (e *Extender) planFor(ctx context.Context, pod *v1.Pod) (*plan, error) {
 	if s, ok := pod.Annotations[JobGPUsAnnotation]; ok {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("pod %s/%s: annotation %s=%q: want a positive GPU count", pod.Namespace, pod.Name, JobGPUsAnnotation, s)
+			return nil, badRequest{fmt.Errorf("pod %s/%s: annotation %s=%q: want a positive GPU count", pod.Namespace, pod.Name, JobGPUsAnnotation, s)}
 		}
 		total = n
 	}
@@ -128,6 +129,10 @@ func (e *Extender) planFor(ctx context.Context, pod *v1.Pod) (*plan, error) {
 	}
 	return pl, nil
 }
+
+// badRequest is an error in the request itself (its pod), not in the extender or its sources:
+// the HTTP answer is 400, not 500.
+type badRequest struct{ error }
 
 // candidates are the node names of a request, whichever form kube-scheduler used.
 func candidates(args *extenderv1.ExtenderArgs) []string {
@@ -190,7 +195,7 @@ func (e *Extender) Filter(ctx context.Context, args *extenderv1.ExtenderArgs) *e
 // places on that node (10 where the plan holds all of them, 0 off the plan).
 func (e *Extender) Prioritize(ctx context.Context, args *extenderv1.ExtenderArgs) (extenderv1.HostPriorityList, error) {
 	if args.Pod == nil {
-		return nil, fmt.Errorf("no pod in the request")
+		return nil, badRequest{errors.New("no pod in the request")}
 	}
 	pl, err := e.planFor(ctx, args.Pod)
 	if err != nil {

@@ -34,7 +34,7 @@ func (f *fileSource) Pods(context.Context, string) ([]v1.Pod, error) {
 	return f.pods, nil
 }
 
-func readJSON(t *testing.T, name string, v any) []byte {
+func readJSON(t testing.TB, name string, v any) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
@@ -48,7 +48,7 @@ func readJSON(t *testing.T, name string, v any) []byte {
 	return b
 }
 
-func newTestExtender(t *testing.T) (*Extender, *fileSource) {
+func newTestExtender(t testing.TB) (*Extender, *fileSource) {
 	t.Helper()
 	var nodes v1.NodeList
 	var pods v1.PodList

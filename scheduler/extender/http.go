@@ -2,6 +2,7 @@ package extender
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 
@@ -29,8 +30,12 @@ func (e *Extender) Handler() http.Handler {
 		if err != nil {
 			// kube-scheduler treats an error as the extender failing the cycle (or ignores it if
 			// the extender is ignorable); the message is in the body and the log.
-			e.log.Warn("extender prioritize failed", "err", err)
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+			code := http.StatusInternalServerError
+			if errors.As(err, new(badRequest)) {
+				code = http.StatusBadRequest
+			}
+			e.log.Warn("extender prioritize failed", "code", code, "err", err)
+			http.Error(w, err.Error(), code)
 			return
 		}
 		writeJSON(w, http.StatusOK, list)
