@@ -123,6 +123,11 @@ func Load(path string) (*Topology, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Parse(path, b)
+}
+
+// Parse checks the contents of a topology.json; path names it in errors.
+func Parse(path string, b []byte) (*Topology, error) {
 	var t Topology
 	if err := json.Unmarshal(b, &t); err != nil {
 		var syn *json.SyntaxError
