@@ -10,7 +10,7 @@ import (
 
 // Handler serves the scheduler's HTTP/JSON API:
 //
-//	POST   /v1/jobs        submit a job (body: Submission) -> 201 Job
+//	POST   /v1/jobs        submit a job (body: Submission) -> 201 Job; 409 if a job of that name has not ended
 //	GET    /v1/jobs        every job: placement, state, measured throughput, JCT
 //	GET    /v1/jobs/{id}   one job
 //	DELETE /v1/jobs/{id}   cancel: a queued job leaves the queue, a running one is stopped -> 204
@@ -56,7 +56,11 @@ func (h *handler) submit(w http.ResponseWriter, r *http.Request) {
 	}
 	j, err := h.s.Submit(sub)
 	if err != nil {
-		h.fail(w, r, http.StatusBadRequest, err)
+		code := http.StatusBadRequest
+		if errors.Is(err, ErrDuplicateName) {
+			code = http.StatusConflict
+		}
+		h.fail(w, r, code, err)
 		return
 	}
 	api.WriteJSON(w, http.StatusCreated, j)

@@ -10,7 +10,7 @@ import (
 	"github.com/inapack/inapack/controlplane/topology"
 )
 
-func loadTopo(t *testing.T, name string) *topology.Topology {
+func loadTopo(t testing.TB, name string) *topology.Topology {
 	t.Helper()
 	topo, err := topology.Load(filepath.Join("..", "bmv2", "topologies", name, "topology.json"))
 	if err != nil {

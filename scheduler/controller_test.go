@@ -92,3 +92,33 @@ func TestControllerRestartNeitherFailsNorLeaks(t *testing.T) {
 		t.Fatalf("a controller that never answers: %v, want the unreachable error once the context ends", err)
 	}
 }
+
+// TestDuplicateLiveName: a name names one live job; it is free again once that job has ended.
+func TestDuplicateLiveName(t *testing.T) {
+	c, err := NewCluster(loadTopo(t, "two-racks"), ClusterParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A controller that never answers keeps a switch job starting.
+	s := newTestService(t, t.TempDir(), &flakyController{dead: true, have: map[int]bool{}}, c, unreachableHosts(c))
+	defer s.Close()
+	a := sub(4)
+	a.Name = "twin"
+	first, err := s.Submit(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Submit(a); !errors.Is(err, ErrDuplicateName) {
+		t.Fatalf("a second live job named %q: %v, want ErrDuplicateName", a.Name, err)
+	}
+	if err := s.Cancel(first.ID); err != nil {
+		t.Fatal(err)
+	}
+	s.Close() // ends the start's retries; the job is torn down as cancelled
+	if j, _ := s.Job(first.ID); !j.State.Final() {
+		t.Fatalf("job %d: %s after its cancel and the service's close", first.ID, j.State)
+	}
+	if _, err := s.Submit(a); err != nil {
+		t.Fatalf("the name of a job that ended: %v", err)
+	}
+}

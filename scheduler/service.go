@@ -160,6 +160,14 @@ func (s *Service) Submit(sub Submission) (Job, error) {
 		}
 	}
 	s.mu.Lock()
+	if sub.Name != "" {
+		for _, o := range s.jobs {
+			if o.Name == sub.Name && !o.State.Final() {
+				s.mu.Unlock()
+				return Job{}, fmt.Errorf("%w: job %d is %q and has not ended", ErrDuplicateName, o.ID, sub.Name)
+			}
+		}
+	}
 	j := &Job{ID: s.nextID, Name: sub.Name, GPUs: sub.GPUs, Model: m, Iterations: sub.Iterations,
 		PriorityClass: sub.PriorityClass, Pin: sub.Pin, NoIntegrity: sub.Integrity != nil && !*sub.Integrity,
 		State: Queued, Submitted: time.Now()}
@@ -184,6 +192,10 @@ func (s *Service) Jobs() []Job {
 	}
 	return out
 }
+
+// ErrDuplicateName is returned for a submission named like a job that has not ended: names
+// identify jobs to their users (traces, experiments), so two live ones may not share one.
+var ErrDuplicateName = errors.New("duplicate job name")
 
 // ErrUnknownJob is returned for a job id the service does not have.
 var ErrUnknownJob = errors.New("unknown job")

@@ -47,7 +47,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // controllerFor serves a real controller for the topology's switches, each an in-process
 // reference switch, and returns a recording client of its job API.
-func controllerFor(t *testing.T, topo *topology.Topology) *recorder {
+func controllerFor(t testing.TB, topo *topology.Topology) *recorder {
 	t.Helper()
 	eps := map[string]topology.Endpoint{}
 	for name := range topo.Switches {
@@ -84,7 +84,7 @@ func unreachableHosts(c *Cluster) map[string]HostAccess {
 	return hs
 }
 
-func newTestService(t *testing.T, dir string, ctl Controller, c *Cluster, hosts map[string]HostAccess) *Service {
+func newTestService(t testing.TB, dir string, ctl Controller, c *Cluster, hosts map[string]HostAccess) *Service {
 	t.Helper()
 	s, err := New(Config{Cluster: c, Hosts: hosts, Controller: ctl, Bin: t.TempDir(), StateDir: dir,
 		Poll: 20 * time.Millisecond, Logger: quiet})
