@@ -40,7 +40,7 @@ switches:
     members: [{port: 1, worker_bit: 0}]
 `
 
-func setup(t *testing.T, token string) (*model.Switch, *Client) {
+func setup(t testing.TB, token string) (*model.Switch, *Client) {
 	t.Helper()
 	ref := refswitchtest.Serve(t, "127.0.0.1:0")
 	sw := ref.Switch
