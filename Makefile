@@ -11,7 +11,7 @@ export SWITCH BUILD GO
 # ip, sysctl and Mininet's tools live in sbin, which a sudo user's PATH (sudo env "PATH=$PATH") lacks.
 export PATH := $(PATH):/usr/local/sbin:/usr/sbin:/sbin
 
-.PHONY: all build test kube-test k8s-demo demo p4 p4-tna ptf bench bench-placement evaluation run stop clean cluster-demo pylib train-demo bench-python validate
+.PHONY: all build test kube-test k8s-demo demo p4 p4-tna ptf bench bench-placement evaluation run stop clean cluster-demo pylib train-demo bench-python validate chaos
 
 all: build
 
@@ -74,6 +74,13 @@ DOC   ?= docs/validation$(if $(filter bmv2,$(SWITCH)),-bmv2).md
 WORK  ?= $(if $(filter bmv2,$(SWITCH)),0.25,1)
 validate: build
 	@$(BUILD)/bin/ina-cluster validate --bin $(BUILD)/bin --dir $(BUILD)/validate --mixes $(MIXES) --work $(WORK) $(if $(DOC),--doc $(DOC))
+
+# Faults at seeded random times while a trace of jobs runs through the scheduler on an emulated
+# cluster; each job's end checked against the promise of docs/faults.md, nothing leaked (root).
+FAULTS ?= 110
+SEED   ?= 1
+chaos: build
+	@$(BUILD)/bin/ina-cluster chaos --bin $(BUILD)/bin --dir $(BUILD)/chaos --faults $(FAULTS) --seed $(SEED)
 
 p4:
 	@scripts/p4.sh v1model
