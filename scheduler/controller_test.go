@@ -122,3 +122,39 @@ func TestDuplicateLiveName(t *testing.T) {
 		t.Fatalf("the name of a job that ended: %v", err)
 	}
 }
+
+// TestSwitchJobIDsGoRound: a job placed after another ended gets the next switch job id, not the
+// one just freed (stale packets of the ended job would be summed into the new one's results),
+// across a restart of the service too, and the ids wrap round after the last.
+func TestSwitchJobIDsGoRound(t *testing.T) {
+	topo := loadTopo(t, "two-racks")
+	c, err := NewCluster(topo, ClusterParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := controllerFor(t, topo)
+	dir := t.TempDir()
+	s := newTestService(t, dir, ctl, c, unreachableHosts(c))
+	run := func(s *Service, n int) int {
+		if _, err := s.Submit(sub(4)); err != nil { // two machines: a switch job
+			t.Fatal(err)
+		}
+		jobs := waitFinal(t, s, n)
+		return jobs[n-1].Placement.SwitchJob
+	}
+	if a, b := run(s, 1), run(s, 2); a != 1 || b != 2 {
+		t.Fatalf("switch job ids %d then %d, want 1 then 2", a, b)
+	}
+	s.Close()
+	s = newTestService(t, dir, ctl, c, unreachableHosts(c))
+	defer s.Close()
+	if id := run(s, 3); id != 3 {
+		t.Fatalf("after a restart: switch job id %d, want 3", id)
+	}
+	s.mu.Lock()
+	s.lastSwitchJob = maxSwitchJobs
+	s.mu.Unlock()
+	if id := run(s, 4); id != 1 {
+		t.Fatalf("after id %d: %d, want 1", maxSwitchJobs, id)
+	}
+}

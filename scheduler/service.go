@@ -62,6 +62,8 @@ type Service struct {
 	jobs   []*Job
 	byID   map[int]*Job
 	nextID int
+	// lastSwitchJob is the switch job id given last.
+	lastSwitchJob int
 	eng    *engine
 	logs   map[int][]*agentLog // per running job, parallel to its Procs
 	ctlIDs map[int]bool        // switch job ids the controller had that are not ours
@@ -446,7 +448,11 @@ func hostsOf(p *Placement) []string {
 	return out
 }
 
-// switchIDLocked is the lowest switch job id neither the controller nor a live job of ours uses.
+// switchIDLocked is the next switch job id after the one given last that neither the controller
+// nor a live job of ours uses. The ids go round rather than the lowest free one being taken again
+// at once: packets of an ended job can still be on their way (held in a switch port's ring while
+// a link was down, in a frozen switch), and a new job under the same id and sequence numbers would
+// sum them into its results (ina-cluster chaos saw it: TestSwitchJobIDsGoRound).
 func (s *Service) switchIDLocked() int {
 	used := map[int]bool{}
 	for _, j := range s.jobs {
@@ -454,8 +460,10 @@ func (s *Service) switchIDLocked() int {
 			used[j.Placement.SwitchJob] = true
 		}
 	}
-	for id := 1; id <= maxSwitchJobs; id++ {
+	for i := 1; i <= maxSwitchJobs; i++ {
+		id := (s.lastSwitchJob+i-1)%maxSwitchJobs + 1
 		if !used[id] && !s.ctlIDs[id] {
+			s.lastSwitchJob = id
 			return id
 		}
 	}

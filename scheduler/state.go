@@ -15,6 +15,8 @@ import (
 type stateFile struct {
 	Policy string `json:"policy"`
 	NextID int    `json:"next_id"`
+	// LastSwitchJob is the switch job id given last (ids go round, see switchIDLocked).
+	LastSwitchJob int `json:"last_switch_job,omitempty"`
 	Jobs   []Job  `json:"jobs"`
 }
 
@@ -22,7 +24,7 @@ func (s *Service) statePath() string { return filepath.Join(s.cfg.StateDir, "sta
 
 // saveLocked writes the state atomically (a temporary file renamed over the old one).
 func (s *Service) saveLocked() error {
-	f := stateFile{Policy: s.cfg.Policy, NextID: s.nextID, Jobs: make([]Job, len(s.jobs))}
+	f := stateFile{Policy: s.cfg.Policy, NextID: s.nextID, LastSwitchJob: s.lastSwitchJob, Jobs: make([]Job, len(s.jobs))}
 	for i, j := range s.jobs {
 		f.Jobs[i] = *j
 		if j.State == stopping {
@@ -60,6 +62,7 @@ func (s *Service) restore() error {
 			"was", f.Policy, "now", s.cfg.Policy)
 	}
 	s.nextID = max(f.NextID, 1)
+	s.lastSwitchJob = f.LastSwitchJob
 	var halfStarted []int
 	for i := range f.Jobs {
 		j := &f.Jobs[i]
