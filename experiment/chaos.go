@@ -313,8 +313,11 @@ func (r *chaosRun) run(ctx context.Context) error {
 		}
 		r.tick(ctx)
 		for _, id := range f.hit {
-			f.itersAtEnd[id] = r.jobs[id].Progress.Iterations
+			if j := r.jobs[id]; j.State == scheduler.Running || j.State == scheduler.Starting {
+				f.itersAtEnd[id] = j.Progress.Iterations
+			}
 		}
+		f.watched = true
 	}
 	r.submit = false
 	end := time.Now().Add(3 * time.Minute)
@@ -342,7 +345,7 @@ func (r *chaosRun) allFinal() bool {
 
 func (r *chaosRun) allRecovered() bool {
 	for _, f := range r.faults {
-		if !f.recovered && len(f.hit) > 0 {
+		if !f.recovered && len(f.itersAtEnd) > 0 {
 			return false
 		}
 	}
@@ -398,13 +401,13 @@ func (r *chaosRun) tick(ctx context.Context) {
 	}
 	now := time.Now()
 	for _, f := range r.faults {
-		if f.recovered || f.end.IsZero() || len(f.itersAtEnd) < len(f.hit) {
+		if f.recovered || !f.watched {
 			continue
 		}
 		done := true
-		for _, id := range f.hit {
+		for id, iters := range f.itersAtEnd {
 			j := r.jobs[id]
-			done = done && (j.State.Final() || j.Progress.Iterations > f.itersAtEnd[id])
+			done = done && (j.State.Final() || j.Progress.Iterations > iters)
 		}
 		if done {
 			f.recovered, f.recovery = true, now.Sub(f.end)

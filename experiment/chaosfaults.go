@@ -123,9 +123,12 @@ type fault struct {
 	kind       *faultKind
 	target     string
 	start, end time.Time
-	hit        []int       // jobs running or starting through the target when it was injected
-	itersAtEnd map[int]int // their iterations when the fault was undone
-	// recovery is from the fault's end until every job hit progressed again or ended.
+	hit []int // jobs using the target while the fault lasted (queued ones too, for a service)
+	// itersAtEnd are the iterations of the jobs hit that ran when the fault was undone; watched
+	// once it is filled.
+	itersAtEnd map[int]int
+	watched    bool
+	// recovery is from the fault's end until each of those jobs progressed again or ended.
 	recovery  time.Duration
 	recovered bool
 	err       error

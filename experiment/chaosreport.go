@@ -114,7 +114,7 @@ func (r *chaosRun) report(out io.Writer, leaks []leak, runErr error, took time.D
 			hitJobs[f.kind.name][id] = true
 		}
 		k.hit = len(hitJobs[f.kind.name])
-		if f.recovered && len(f.hit) > 0 {
+		if f.recovered && len(f.itersAtEnd) > 0 {
 			k.recovery = append(k.recovery, f.recovery.Seconds())
 		}
 	}
@@ -202,7 +202,7 @@ func (r *chaosRun) report(out io.Writer, leaks []leak, runErr error, took time.D
 		fmt.Fprintf(out, "chaos: leaked: %s\n", l.what)
 	}
 	for _, f := range r.faults {
-		if !f.recovered && len(f.hit) > 0 {
+		if !f.recovered && len(f.itersAtEnd) > 0 {
 			fmt.Fprintf(out, "chaos: not recovered: %s on %s at t=%.0fs (jobs %v)\n", f.kind.name, f.target, f.start.Sub(r.t0).Seconds(), f.hit)
 		}
 	}
