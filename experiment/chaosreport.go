@@ -228,7 +228,7 @@ func (r *chaosRun) report(out io.Writer, leaks []leak, runErr error, took time.D
 }
 
 // promisedFailure is the fault, among those that hit j, whose promise allows j's failure: its
-// reason and its time after the fault's start.
+// reason, and its time after the fault's start (or the job's, for a job started during the fault).
 func promisedFailure(j scheduler.Job, hits []*fault, T time.Duration) *fault {
 	if j.Finished == nil {
 		return nil
@@ -238,7 +238,11 @@ func promisedFailure(j scheduler.Job, hits []*fault, T time.Duration) *fault {
 		if k.failReason == nil || !k.failReason.MatchString(j.Reason) {
 			continue
 		}
-		if at := j.Finished.Sub(f.start); at >= 0 && at <= k.hold+k.failWithin(T) {
+		from := f.start
+		if j.Started != nil && j.Started.After(from) {
+			from = *j.Started
+		}
+		if at := j.Finished.Sub(from); at >= 0 && at <= k.failWithin(T) {
 			return f
 		}
 	}
