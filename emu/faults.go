@@ -74,7 +74,9 @@ func (c *Cluster) KillSwitch(name string) error { return c.kill(name) }
 
 // RestartSwitch starts a killed switch again, empty, on the same ports and addresses; the
 // controller finds it and pushes the pipeline and entries again.
-func (c *Cluster) RestartSwitch(ctx context.Context, name string) error { return c.startSwitch(ctx, name) }
+func (c *Cluster) RestartSwitch(ctx context.Context, name string) error {
+	return c.startSwitch(ctx, name)
+}
 
 // KillController kills the controller (SIGKILL); the switches keep forwarding.
 func (c *Cluster) KillController() error { return c.kill(controller) }

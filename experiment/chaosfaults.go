@@ -99,10 +99,10 @@ func chaosKinds() []*faultKind {
 			inject: func(ctx context.Context, r *chaosRun, _ string) error { return r.restartScheduler(ctx) }},
 		{name: "PS killed", target: (*chaosRun).busyJob, failReason: psExited,
 			failWithin: func(time.Duration) time.Duration { return detect },
-			inject: func(ctx context.Context, r *chaosRun, job string) error { return r.killAgent(job, "ps") }},
+			inject:     func(ctx context.Context, r *chaosRun, job string) error { return r.killAgent(job, "ps") }},
 		{name: "worker killed", target: (*chaosRun).busyJob, failReason: workerDied,
 			failWithin: func(time.Duration) time.Duration { return detect },
-			inject: func(ctx context.Context, r *chaosRun, job string) error { return r.killAgent(job, "worker") }},
+			inject:     func(ctx context.Context, r *chaosRun, job string) error { return r.killAgent(job, "worker") }},
 		{name: "host link down 1s", hold: time.Second, target: (*chaosRun).busyHost, inject: linkDown(time.Second)},
 		{name: "host link down 30s", hold: 30 * time.Second, target: (*chaosRun).busyHost, inject: linkDown(30 * time.Second),
 			failReason: noProgress, failWithin: timeout},
@@ -123,7 +123,7 @@ type fault struct {
 	kind       *faultKind
 	target     string
 	start, end time.Time
-	hit []int // jobs using the target while the fault lasted (queued ones too, for a service)
+	hit        []int // jobs using the target while the fault lasted (queued ones too, for a service)
 	// itersAtEnd are the iterations of the jobs hit that ran when the fault was undone; watched
 	// once it is filled.
 	itersAtEnd map[int]int

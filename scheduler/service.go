@@ -64,9 +64,9 @@ type Service struct {
 	nextID int
 	// lastSwitchJob is the switch job id given last.
 	lastSwitchJob int
-	eng    *engine
-	logs   map[int][]*agentLog // per running job, parallel to its Procs
-	ctlIDs map[int]bool        // switch job ids the controller had that are not ours
+	eng           *engine
+	logs          map[int][]*agentLog // per running job, parallel to its Procs
+	ctlIDs        map[int]bool        // switch job ids the controller had that are not ours
 	// cancelling holds jobs cancelled while starting: launch ends them once started.
 	cancelling map[int]bool
 

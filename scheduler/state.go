@@ -16,8 +16,8 @@ type stateFile struct {
 	Policy string `json:"policy"`
 	NextID int    `json:"next_id"`
 	// LastSwitchJob is the switch job id given last (ids go round, see switchIDLocked).
-	LastSwitchJob int `json:"last_switch_job,omitempty"`
-	Jobs   []Job  `json:"jobs"`
+	LastSwitchJob int   `json:"last_switch_job,omitempty"`
+	Jobs          []Job `json:"jobs"`
 }
 
 func (s *Service) statePath() string { return filepath.Join(s.cfg.StateDir, "state.json") }
