@@ -153,8 +153,8 @@ def train(a, worker=None):
             worker.allreduce(total)
             dt = time.perf_counter() - t
             reduce_s += dt
-            want = fixedpoint.allreduce(grads, bucket=a.scale_bucket)
-            bound = fixedpoint.error_bound(grads, bucket=a.scale_bucket)
+            want = fixedpoint.allreduce(grads, bucket=a.scale_bucket, integrity=worker.integrity)
+            bound = fixedpoint.error_bound(grads, bucket=a.scale_bucket, integrity=worker.integrity)
             err = np.abs(total.astype(np.float64) - exact)
             exact_steps += bool(np.array_equal(total, want))
             violations += int((err > bound).sum())
@@ -170,10 +170,11 @@ def train(a, worker=None):
         if worker is not None:
             print(line, flush=True)
     ok = worker is None or exact_steps == step and violations == 0
+    bucket = a.scale_bucket or fixedpoint.default_bucket(worker is None or worker.integrity)
     res = {
         "mode": a.mode, "status": "ok" if ok else "wrong", "rank": rank, "world_size": world, "job": job,
         "seed": a.seed, "epochs": a.epochs, "steps": step, "batch_per_worker": a.batch, "lr": a.lr,
-        "params": int(model.flat.size), "scale_bucket": a.scale_bucket or fixedpoint.default_bucket(), "curve": curve,
+        "params": int(model.flat.size), "scale_bucket": bucket, "curve": curve,
         "final_test_acc": curve[-1]["test_acc"], "final_train_loss": curve[-1]["train_loss"],
         "n_test": int(len(yte)), "params_sha256": hashlib.sha256(model.flat.tobytes()).hexdigest(),
         "exact_steps": exact_steps, "bound_violations": violations, "max_err_over_bound": worst,
