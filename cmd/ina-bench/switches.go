@@ -3,15 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/antoninbas/p4runtime-go-client/pkg/client"
@@ -30,26 +27,7 @@ func startRing(ctx context.Context, sw []string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, append([]string{"ring"}, sw...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	stop := func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		_ = cmd.Wait()
-	}
-	line := make([]byte, 6)
-	if _, err := io.ReadFull(stdout, line); err != nil || string(line) != "ready\n" {
-		stop()
-		return nil, fmt.Errorf("the ring forwarder did not start: %v", err)
-	}
-	return stop, nil
+	return startChild(self, append([]string{"ring"}, sw...))
 }
 
 // serveRing is the bare forwarder: per port, frames read from its RX ring go to the next port's
@@ -60,11 +38,7 @@ func serveRing(sw []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Println("ready")
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
-	<-sig
-	stop()
+	untilSignal(stop)
 	return nil
 }
 
