@@ -91,15 +91,21 @@ func why(np, other *sim.Result) string {
 	return strings.Join(parts, "; ")
 }
 
-// pct formats a fraction as a percentage (n/a for NaN).
-func pct(x float64) string {
+// pct formats a fraction as a whole percentage (n/a for NaN).
+func pct(x float64) string { return pctDigits(x, 0) }
+
+// pct1 is pct with one decimal: intervals of a few tenths of a percent must stay visible.
+func pct1(x float64) string { return pctDigits(x, 1) }
+
+// pctDigits formats a fraction as a percentage with d decimals; what rounds to zero is 0, unsigned.
+func pctDigits(x float64, d int) string {
 	switch {
 	case math.IsNaN(x) || math.IsInf(x, 0):
 		return "n/a"
-	case math.Abs(x) < 0.005:
-		return "0%"
+	case math.Abs(x) < 0.5*math.Pow(10, -float64(d))/100:
+		x = 0
 	}
-	return fmt.Sprintf("%.0f%%", 100*x)
+	return fmt.Sprintf("%.*f%%", d, 100*x)
 }
 
 func hours(x float64) string {

@@ -60,17 +60,6 @@ func pctCI(c ci) string {
 	return fmt.Sprintf("%s ± %s", pct1(c.mean), pct1(c.half))
 }
 
-// pct1 is pct with one decimal: intervals of a few tenths of a percent must stay visible.
-func pct1(x float64) string {
-	switch {
-	case math.IsNaN(x) || math.IsInf(x, 0):
-		return "n/a"
-	case math.Abs(x) < 0.0005:
-		return "0.0%"
-	}
-	return fmt.Sprintf("%.1f%%", 100*x)
-}
-
 // hoursCI formats a mean in hours with its interval.
 func hoursCI(c ci) string {
 	if math.IsNaN(c.half) {
