@@ -35,6 +35,9 @@ type Estimator struct {
 	inS     []uint32 // component search: resource in S when == sEpoch
 	sEpoch  uint32
 	cEpoch  uint32 // component search: job in component when ejob.seen == cEpoch
+	// sizeGPUs are the GPUs of the jobs in the estimator by job size: the demand NetPack's
+	// fragmentation price weighs (frag.go), kept here so a round need not scan every job.
+	sizeGPUs map[int]int
 }
 
 // ejob is one job inside the estimator.
@@ -71,7 +74,7 @@ func NewEstimatorSharing(c *Cluster, mode Mode, sharing Sharing) *Estimator {
 		sharing = FairShare
 	}
 	e := &Estimator{c: c, mode: mode, sharing: sharing, x: x, cap: make([]float64, n), load: make([]float64, n),
-		users: make([][]*ejob, n), jobs: map[string]*ejob{}, slope: make([]float64, n), base: make([]float64, n),
+		users: make([][]*ejob, n), jobs: map[string]*ejob{}, sizeGPUs: map[int]int{}, slope: make([]float64, n), base: make([]float64, n),
 		mark: make([]uint32, n), inS: make([]uint32, n)}
 	for i, m := range c.Machines {
 		e.cap[x.nic(MachineID(i))] = m.NICGbps * 1e9 / 8
@@ -131,6 +134,7 @@ func (e *Estimator) add(p Placement, refill bool) error {
 	j.seq = e.nextSeq
 	e.nextSeq++
 	e.jobs[p.Job.ID] = j
+	e.sizeGPUs[p.Job.GPUs] += p.Job.GPUs
 	e.eachRes(j, func(r int32) { e.users[r] = append(e.users[r], j) })
 	if !refill {
 		return nil
@@ -164,6 +168,11 @@ func (e *Estimator) Remove(jobID string) bool {
 		e.users[r] = slices.DeleteFunc(e.users[r], func(k *ejob) bool { return k == j })
 	}
 	delete(e.jobs, jobID)
+	if g := j.p.Job.GPUs; e.sizeGPUs[g] == g {
+		delete(e.sizeGPUs, g)
+	} else {
+		e.sizeGPUs[g] -= g
+	}
 	if e.wholeCluster() {
 		e.refillAll()
 		return true

@@ -22,14 +22,21 @@ type fragPrice struct {
 	total float64
 }
 
-// begin takes the demand of the running jobs.
-func (f *fragPrice) begin(st *State) {
+// begin takes the demand of the running jobs, from the estimator that mirrors them (its GPUs by
+// size: a round costs the distinct sizes, not the jobs).
+func (f *fragPrice) begin(e *Estimator) {
 	f.sizes, f.gpus, f.total = f.sizes[:0], f.gpus[:0], 0
-	for i := range st.Running {
-		f.add(st.Running[i].Job.GPUs)
+	for g := range e.sizeGPUs {
+		f.sizes = append(f.sizes, g)
+	}
+	slices.Sort(f.sizes)
+	for _, g := range f.sizes {
+		f.gpus = append(f.gpus, float64(e.sizeGPUs[g]))
+		f.total += float64(e.sizeGPUs[g])
 	}
 }
 
+// add puts one more job of g GPUs in demand (one placed earlier in the round).
 func (f *fragPrice) add(g int) {
 	i, found := slices.BinarySearch(f.sizes, g)
 	if !found {

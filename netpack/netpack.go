@@ -85,7 +85,7 @@ func (p *netpackPlacer) Begin(st *State) {
 		p.w.rackGPUs[st.Cluster.Machines[m].Rack] += st.Cluster.Machines[m].GPUs
 	}
 	if p.pricesFrag {
-		p.frag.begin(st)
+		p.frag.begin(p.t.est)
 		p.w.frag = &p.frag
 	}
 }
