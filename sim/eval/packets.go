@@ -101,12 +101,12 @@ func (rep *Report) packetsSection(p func(string, ...any)) {
 		pk.Repeats, pk.Jobs, pk.Trace, pk.Work, pk.Topology, pk.Switch)
 	p("in %d rounds of every policy once (so that the machine's load drifts over all alike; 1-minute load average at the runs' starts %.1f to %.1f, median %.1f, on 2 CPUs shared with other work). ",
 		pk.Repeats, loads[0], loads[len(loads)-1], loads[len(loads)/2])
-	p("Measured: mean JCT over the rounds with its 95%% interval; simulated: `sim.Predict` on the same trace and calibration (deterministic). Rank 1 = lowest mean JCT.\n\n")
+	p("Measured: mean JCT over the rounds with its 95%% interval; simulated: `sim.Predict` on the same trace and calibration (deterministic). Rank 1 = lowest mean JCT; equal means share their mean rank.\n\n")
 	p("| policy | measured mean JCT s | simulated mean JCT s | rank on packets | rank in the simulator |\n|---|---:|---:|---:|---:|\n")
 	for i, pp := range pk.Policies {
-		p("| %s | %s | %.1f | %d | %d |\n", pp.Policy, secCI(meas[i]), pp.SimMeanJCT, rm[i], rs[i])
+		p("| %s | %s | %.1f | %g | %g |\n", pp.Policy, secCI(meas[i]), pp.SimMeanJCT, rm[i], rs[i])
 	}
-	p("\nSpearman's rank correlation of the two orders: %.2f over %d policies. ", spearman(rm, rs), len(rm))
+	p("\nSpearman's rank correlation of the two orders: %s over %d policies. ", corr(spearman(rm, rs)), len(rm))
 	if i := slices.IndexFunc(pk.Policies, func(pp PacketPolicy) bool { return pp.Policy == "netpack" }); i >= 0 {
 		best := -1
 		for k, pp := range pk.Policies {
@@ -134,7 +134,7 @@ func (pk *Packets) Table(out io.Writer) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "policy\tmeasured mean JCT s per round\tmeasured mean\tsimulated\trank measured\trank simulated\t")
 	for i, pp := range pk.Policies {
-		fmt.Fprintf(tw, "%s\t%v\t%.1f\t%.1f\t%d\t%d\t\n", pp.Policy, pp.MeasuredMeanJCT, mm[i], ss[i], rm[i], rs[i])
+		fmt.Fprintf(tw, "%s\t%v\t%.1f\t%.1f\t%g\t%g\t\n", pp.Policy, pp.MeasuredMeanJCT, mm[i], ss[i], rm[i], rs[i])
 	}
 	tw.Flush()
 }
@@ -155,38 +155,53 @@ func secCI(c ci) string {
 	return fmt.Sprintf("%.1f ± %.1f", c.mean, c.half)
 }
 
-// ranking gives 1 to the smallest value (ties: the earlier first).
-func ranking(xs []float64) []int {
+// ranking gives 1 to the smallest value; tied values share the mean of their ranks (fractional
+// ranking), so a tie in the simulator is not read as an order.
+func ranking(xs []float64) []float64 {
 	idx := make([]int, len(xs))
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		switch {
-		case xs[a] < xs[b]:
-			return -1
-		case xs[a] > xs[b]:
-			return 1
+	slices.SortStableFunc(idx, func(a, b int) int { return cmpFloat(xs[a], xs[b]) })
+	r := make([]float64, len(xs))
+	for k := 0; k < len(idx); {
+		e := k
+		for e+1 < len(idx) && xs[idx[e+1]] == xs[idx[k]] {
+			e++
 		}
-		return 0
-	})
-	r := make([]int, len(xs))
-	for k, i := range idx {
-		r[i] = k + 1
+		for i := k; i <= e; i++ {
+			r[idx[i]] = float64(k+e)/2 + 1
+		}
+		k = e + 1
 	}
 	return r
 }
 
-// spearman is Spearman's rho of two rankings without ties.
-func spearman(a, b []int) float64 {
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// spearman is Spearman's rho: Pearson's r of the two rankings (ties at their mean rank).
+func spearman(a, b []float64) float64 {
 	n := float64(len(a))
 	if n < 2 {
 		return math.NaN()
 	}
-	d2 := 0.0
+	var ma, mb float64
 	for i := range a {
-		d := float64(a[i] - b[i])
-		d2 += d * d
+		ma, mb = ma+a[i]/n, mb+b[i]/n
 	}
-	return 1 - 6*d2/(n*(n*n-1))
+	var sab, saa, sbb float64
+	for i := range a {
+		sab += (a[i] - ma) * (b[i] - mb)
+		saa += (a[i] - ma) * (a[i] - ma)
+		sbb += (b[i] - mb) * (b[i] - mb)
+	}
+	return sab / math.Sqrt(saa*sbb)
 }

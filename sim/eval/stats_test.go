@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -100,5 +101,16 @@ func TestUpdatePackets(t *testing.T) {
 	}
 	if _, err := UpdatePackets("no markers", pk); err == nil {
 		t.Error("a report without markers was accepted")
+	}
+}
+
+// Ties share their mean rank, so equal simulated means are no order.
+func TestRankingTies(t *testing.T) {
+	r := ranking([]float64{15, 15, 34, 15})
+	if want := []float64{2, 2, 4, 2}; !slices.Equal(r, want) {
+		t.Errorf("ranks %v, want %v", r, want)
+	}
+	if rho := spearman([]float64{1, 2, 3}, []float64{3, 2, 1}); math.Abs(rho+1) > 1e-12 {
+		t.Errorf("reversed order: rho %v, want -1", rho)
 	}
 }
