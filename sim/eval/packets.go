@@ -107,6 +107,16 @@ func (rep *Report) packetsSection(p func(string, ...any)) {
 		p("| %s | %s | %.1f | %g | %g |\n", pp.Policy, secCI(meas[i]), pp.SimMeanJCT, rm[i], rs[i])
 	}
 	p("\nSpearman's rank correlation of the two orders: %s over %d policies. ", corr(spearman(rm, rs)), len(rm))
+	var tied []string
+	for _, pp := range pk.Policies {
+		if slices.ContainsFunc(pk.Policies, func(q PacketPolicy) bool { return q.Policy != pp.Policy && q.SimMeanJCT == pp.SimMeanJCT }) {
+			tied = append(tied, pp.Policy)
+		}
+	}
+	if len(tied) > 1 {
+		p("%d policies have the same simulated mean JCT (%s): on this cluster their placements are equivalent for the simulator, so their order on packets is the measurement's noise, which the intervals show. ",
+			len(tied), strings.Join(tied, ", "))
+	}
 	if i := slices.IndexFunc(pk.Policies, func(pp PacketPolicy) bool { return pp.Policy == "netpack" }); i >= 0 {
 		best := -1
 		for k, pp := range pk.Policies {
