@@ -34,7 +34,7 @@ func Chaos(args []string) error {
 	nFaults := fs.Int("faults", 110, "faults to inject, the kinds taken in turn in a seeded order")
 	seed := fs.Uint64("seed", 1, "seed of the jobs, the faults' kinds, targets and times")
 	live := fs.Int("live", 5, "jobs kept submitted and unfinished")
-	progress := fs.Duration("progress-timeout", 5*time.Second, "the workers' progress timeout T (the scheduler's --progress-timeout)")
+	progress := fs.Duration("progress-timeout", 10*time.Second, "the workers' progress timeout T (the scheduler's --progress-timeout)")
 	only := fs.String("kinds", "", "comma-separated fault kinds to inject (default: all the switch supports)")
 	timeout := fs.Duration("timeout", 20*time.Minute, "give up after this long")
 	fs.Parse(args)
