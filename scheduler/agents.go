@@ -14,12 +14,6 @@ import (
 // The agents are cmd/ina-ps and cmd/ina-worker; these are their command lines and the lines of
 // their output the scheduler reads.
 
-// localLink names the private veth pair, inside the PS's host, between the PS and the worker on
-// that host (namespaced, so the job id alone makes it unique).
-func localLink(job *Job) (ps, worker string) {
-	return fmt.Sprintf("inal%dp", job.ID), fmt.Sprintf("inal%dw", job.ID)
-}
-
 // hostAddr is a topology host's IPv4 address (without prefix length) and MAC.
 func (c *Cluster) hostAddr(host string) (ip, mac string) {
 	h := c.Topo.Hosts[host]
@@ -42,7 +36,7 @@ func (s *Service) psArgv(j *Job, switchJob int, local bool) []string {
 		argv = append(argv, "-iface", s.cfg.Hosts[p.PS].iface())
 	}
 	if local {
-		lp, _ := localLink(j)
+		lp, _ := LocalLink(j.ID)
 		argv = append(argv, "-iface", lp)
 	}
 	return argv
@@ -54,7 +48,7 @@ func (s *Service) workerArgv(j *Job, w PlacedWorker, switchJob int) []string {
 	psIP, psMAC := s.cfg.Cluster.hostAddr(p.PS)
 	iface := s.cfg.Hosts[w.Host].iface()
 	if w.Local {
-		_, iface = localLink(j)
+		_, iface = LocalLink(j.ID)
 	}
 	return []string{filepath.Join(s.cfg.Bin, "ina-worker"), "-iface", iface,
 		"-job", strconv.Itoa(switchJob), "-rank", strconv.Itoa(w.Rank), "-workers", strconv.Itoa(len(p.Workers)),

@@ -62,12 +62,12 @@ func TestPriorityCapBands(t *testing.T) {
 		prio  uint8
 		want  int
 	}{{0, 0, 0}, {0, 255, 31}, {1, 0, 32}, {7, 255, 255}, {3, 128, 96 + 16}} {
-		if got := priorityCap(c.class, c.prio); got != c.want {
-			t.Errorf("priorityCap(%d, %d) = %d, want %d", c.class, c.prio, got, c.want)
+		if got := PriorityCap(c.class, c.prio); got != c.want {
+			t.Errorf("PriorityCap(%d, %d) = %d, want %d", c.class, c.prio, got, c.want)
 		}
 	}
 	// A higher class always beats a lower one.
-	if priorityCap(1, 0) <= priorityCap(0, 255) {
+	if PriorityCap(1, 0) <= PriorityCap(0, 255) {
 		t.Error("class 1 does not beat class 0")
 	}
 }

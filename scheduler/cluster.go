@@ -49,10 +49,7 @@ func NewCluster(t *topology.Topology, p ClusterParams) (*Cluster, error) {
 	p.RTT = cmp.Or(p.RTT, defaultRTT)
 	mbps := func(l topology.Link) float64 { return cmp.Or(l.Mbps, p.DefaultMbps) }
 	c := &Cluster{Topo: t, Model: &netpack.Cluster{Name: "topology"}, machine: map[string]netpack.MachineID{},
-		ActiveSlots: wire.NumSlots}
-	if s := t.INA.Settings; s != nil && s.ActiveSlots != nil {
-		c.ActiveSlots = *s.ActiveSlots
-	}
+		ActiveSlots: ActiveSlots(t)}
 	tor := map[string]string{}     // host -> switch
 	nic := map[string]float64{}    // host -> Mbit/s
 	uplink := map[string]float64{} // switch -> Mbit/s towards other switches
@@ -114,6 +111,15 @@ func NewCluster(t *topology.Topology, p ClusterParams) (*Cluster, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// ActiveSlots is the aggregator slots every switch of t offers: the ina settings' active_slots,
+// else all of them.
+func ActiveSlots(t *topology.Topology) int {
+	if s := t.INA.Settings; s != nil && s.ActiveSlots != nil {
+		return *s.ActiveSlots
+	}
+	return wire.NumSlots
 }
 
 // Machine returns the machine of a host.

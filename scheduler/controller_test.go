@@ -152,9 +152,9 @@ func TestSwitchJobIDsGoRound(t *testing.T) {
 		t.Fatalf("after a restart: switch job id %d, want 3", id)
 	}
 	s.mu.Lock()
-	s.lastSwitchJob = maxSwitchJobs
+	s.lastSwitchJob = MaxSwitchJob
 	s.mu.Unlock()
 	if id := run(s, 4); id != 1 {
-		t.Fatalf("after id %d: %d, want 1", maxSwitchJobs, id)
+		t.Fatalf("after id %d: %d, want 1", MaxSwitchJob, id)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/inapack/inapack/netpack"
-	"github.com/inapack/inapack/p4src/wire"
 )
 
 // Submission is the body of POST /v1/jobs.
@@ -202,12 +201,6 @@ type Progress struct {
 	Corrupt int `json:"corrupt"`
 }
 
-// priorityCap maps a class and the policy's ESA priority to the switch's priority_cap: eight bands
-// of 32 levels, the policy's 0..255 scaled into its class's band.
-func priorityCap(class int, policy uint8) int {
-	return class*32 + (int(policy)*31+127)/255
-}
-
 // netpackJob is the job as the placement engine sees it.
 func (j *Job) netpackJob() *netpack.Job {
 	return &netpack.Job{ID: jobKey(j.ID), GPUs: j.GPUs, Model: j.Model, Iterations: j.Iterations}
@@ -217,6 +210,3 @@ func jobKey(id int) string { return fmt.Sprint(id) }
 
 // values is the tensor length of one all-reduce.
 func (j *Job) values() int { return int(j.Model.GradientBytes) / 4 }
-
-// maxSwitchJobs bounds switch job ids (1..wire.MaxJobs-1).
-const maxSwitchJobs = wire.MaxJobs - 1

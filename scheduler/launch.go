@@ -51,8 +51,12 @@ func (h HostAccess) iface() string {
 	return h.Iface
 }
 
-// wrap prefixes argv so that it runs in the host's network namespace.
-func (h HostAccess) wrap(argv ...string) []string {
+// Wrap prefixes argv so that it runs in the host's network namespace. The zero HostAccess is this
+// machine's own namespace (argv as it is); LoadHosts never gives it.
+func (h HostAccess) Wrap(argv ...string) []string {
+	if h.Netns == "" && h.PID == 0 {
+		return argv
+	}
 	if h.Netns != "" {
 		return append([]string{"ip", "netns", "exec", h.Netns}, argv...)
 	}
@@ -61,7 +65,7 @@ func (h HostAccess) wrap(argv ...string) []string {
 
 // run runs a short command on the host and returns its error with its output.
 func (h HostAccess) run(argv ...string) error {
-	full := h.wrap(argv...)
+	full := h.Wrap(argv...)
 	out, err := exec.Command(full[0], full[1:]...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%s: %v: %s", strings.Join(full, " "), err, strings.TrimSpace(string(out)))
@@ -106,7 +110,7 @@ func (ps *agentProcs) start(h HostAccess, role string, rank int, host, logPath s
 		return Proc{}, err
 	}
 	defer f.Close()
-	full := h.wrap(argv...)
+	full := h.Wrap(argv...)
 	fmt.Fprintf(f, "# %s\n", strings.Join(full, " "))
 	cmd := exec.Command(full[0], full[1:]...)
 	cmd.Stdout, cmd.Stderr = f, f

@@ -124,22 +124,7 @@ func (s *Service) waitReady(ctx context.Context, p *Proc) error {
 
 // addLocalLink makes the private veth pair between the PS and the worker on its host.
 func (s *Service) addLocalLink(j *Job) error {
-	h := s.cfg.Hosts[j.Placement.PS]
-	lp, lw := localLink(j)
-	_ = h.run("ip", "link", "del", lp) // left by a run that crashed
-	steps := [][]string{
-		{"ip", "link", "add", lp, "type", "veth", "peer", "name", lw},
-		{"ip", "link", "set", lp, "mtu", "9500"}, {"ip", "link", "set", lw, "mtu", "9500"},
-		{"sysctl", "-qw", "net.ipv6.conf." + lp + ".disable_ipv6=1"},
-		{"sysctl", "-qw", "net.ipv6.conf." + lw + ".disable_ipv6=1"},
-		{"ip", "link", "set", lp, "up"}, {"ip", "link", "set", lw, "up"},
-	}
-	for _, st := range steps {
-		if err := h.run(st...); err != nil {
-			return fmt.Errorf("the link between the PS and the local worker: %w", err)
-		}
-	}
-	return nil
+	return s.cfg.Hosts[j.Placement.PS].AddLocalLink(LocalLink(j.ID))
 }
 
 // readLog feeds a's parser with what p's log gained since the last read.
@@ -311,10 +296,8 @@ func (s *Service) teardownAt(id int, st State, reason string, at time.Time) {
 	}
 	var problems []string
 	if len(p.Workers) > 0 && p.Workers[len(p.Workers)-1].Local {
-		lp, _ := localLink(j)
-		// Gone already: never made, or the host (its namespace) is gone and the link with it.
-		if err := s.cfg.Hosts[p.PS].run("ip", "link", "del", lp); err != nil &&
-			!strings.Contains(err.Error(), "Cannot find device") && !strings.Contains(err.Error(), "Cannot open network namespace") {
+		lp, _ := LocalLink(j.ID)
+		if err := s.cfg.Hosts[p.PS].DelLocalLink(lp); err != nil {
 			problems = append(problems, err.Error())
 		}
 	}

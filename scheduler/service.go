@@ -344,7 +344,7 @@ func (s *Service) placeLocked(j *Job, p netpack.Placement) error {
 	if j.Pin != nil {
 		policy = "pinned"
 	}
-	pl := &Placement{Policy: policy, PS: c.Hosts[p.PS], INA: p.INA, PriorityCap: priorityCap(j.PriorityClass, p.Priority),
+	pl := &Placement{Policy: policy, PS: c.Hosts[p.PS], INA: p.INA, PriorityCap: PriorityCap(j.PriorityClass, p.Priority),
 		PolicyPriority: int(p.Priority), Window: s.cfg.Window}
 	// Remote workers take ranks 0..n-2 in machine order; the worker on the PS's machine, if any,
 	// is last: it talks to the PS inside the host and has no switch port.
@@ -449,10 +449,8 @@ func hostsOf(p *Placement) []string {
 }
 
 // switchIDLocked is the next switch job id after the one given last that neither the controller
-// nor a live job of ours uses. The ids go round rather than the lowest free one being taken again
-// at once: packets of an ended job can still be on their way (held in a switch port's ring while
-// a link was down, in a frozen switch), and a new job under the same id and sequence numbers would
-// sum them into its results (ina-cluster chaos saw it: TestSwitchJobIDsGoRound).
+// nor a live job of ours uses (NextSwitchJob says why they go round; ina-cluster chaos saw it:
+// TestSwitchJobIDsGoRound).
 func (s *Service) switchIDLocked() int {
 	used := map[int]bool{}
 	for _, j := range s.jobs {
@@ -460,44 +458,24 @@ func (s *Service) switchIDLocked() int {
 			used[j.Placement.SwitchJob] = true
 		}
 	}
-	for i := 1; i <= maxSwitchJobs; i++ {
-		id := (s.lastSwitchJob+i-1)%maxSwitchJobs + 1
-		if !used[id] && !s.ctlIDs[id] {
-			s.lastSwitchJob = id
-			return id
-		}
+	id := NextSwitchJob(s.lastSwitchJob, func(id int) bool { return used[id] || s.ctlIDs[id] })
+	if id != 0 {
+		s.lastSwitchJob = id
 	}
-	return 0
+	return id
 }
 
-// slotBaseLocked picks the job's slot range: the one overlapping least with the ranges of live
-// jobs on the same switches (statistical sharing lets them overlap when slots run out).
+// slotBaseLocked picks the job's slot range by the SlotBase rule among the live jobs' ranges.
 func (s *Service) slotBaseLocked(p *Placement) int {
-	n := s.cfg.Cluster.ActiveSlots
-	use := make([]int, n)
+	var live []SlotRange
 	for _, j := range s.jobs {
 		q := j.Placement
 		if q == nil || j.State.Final() || q == p || q.SwitchJob == 0 {
 			continue
 		}
-		if !slices.ContainsFunc(q.Switches, func(sw string) bool { return slices.Contains(p.Switches, sw) }) {
-			continue
-		}
-		for i := q.SlotBase; i < q.SlotBase+q.Window && i < n; i++ {
-			use[i]++
-		}
+		live = append(live, SlotRange{Switches: q.Switches, Base: q.SlotBase, Window: q.Window})
 	}
-	best, bestLoad := 0, -1
-	for b := 0; b+p.Window <= n; b++ {
-		load := 0
-		for i := b; i < b+p.Window; i++ {
-			load += use[i]
-		}
-		if bestLoad < 0 || load < bestLoad {
-			best, bestLoad = b, load
-		}
-	}
-	return best
+	return SlotBase(s.cfg.Cluster.ActiveSlots, p.Window, p.Switches, live)
 }
 
 // jobConfig is j's entries for the controller: derived from the topology like inactl derive, for
