@@ -52,8 +52,9 @@ const (
 
 	// Wiring annotations, written by the operator once the job is on the switches.
 	// SwitchJobAnnotation is the job's id on the switches and in its packets (INAPACK_JOB). A
-	// gang whose only worker shares the PS's node never crosses a switch: it gets no entries and
-	// the id 1 in its packets, as in the scheduler service (wireJob).
+	// gang whose only worker shares the PS's node never crosses a switch: it gets no entries, but
+	// still an id of its own (the operator's allocation), which names its private link
+	// (scheduler.LocalLink) uniquely on the node.
 	SwitchJobAnnotation = "inapack.io/switch-job"
 	// SlotBaseAnnotation and WindowAnnotation: the job's aggregator slots (INAPACK_SLOT_BASE,
 	// INAPACK_WINDOW).
