@@ -56,8 +56,8 @@ func (e *engine) estimate() map[string]netpack.JobRate {
 }
 
 // Plan is where policy would place j now on cluster c with running jobs already placed (the
-// Kubernetes extender asks this for a pod's job); ok is false when j does not fit now. A running
-// placement that does not fit c (a stale view) is skipped and reported in skipped.
+// kube module's plugin and extender plan gangs with it); ok is false when j does not fit now. A
+// running placement that does not fit c (a stale view) is skipped and reported in skipped.
 func Plan(c *netpack.Cluster, running []netpack.Placement, policy string, j *netpack.Job) (p netpack.Placement, ok bool, skipped []error, err error) {
 	pl, err := netpack.NewPlacer(policy, netpack.Options{})
 	if err != nil {

@@ -1,5 +1,6 @@
-// Command ina-scheduler runs the cluster's job scheduler (serve), talks to it (submit, jobs,
-// cancel), and serves the Kubernetes scheduler extender (extender).
+// Command ina-scheduler runs the cluster's job scheduler (serve) and talks to it (submit, jobs,
+// cancel): the standalone mode for emulation and small clusters. On Kubernetes, NetPack is the
+// kube module's scheduler plugin (ina-kube-scheduler) or extender (ina-kube-extender).
 package main
 
 import "github.com/inapack/inapack/internal/cli"
@@ -13,8 +14,6 @@ const usage = `ina-scheduler: NetPack job scheduler for INA clusters
   ina-scheduler jobs  every job: state, placement, measured throughput, JCT
   ina-scheduler cancel ID
                       leave the queue, or stop a running job and free what it holds
-  ina-scheduler extender [--listen 127.0.0.1:9580] [--apiserver URL]
-                      kube-scheduler extender: filter and prioritize nodes by NetPack
 
 Client commands take --api ADDR (default 127.0.0.1:9570), --token-file F (or $INA_SCHEDULER_TOKEN)
 and --ca F for an API served over TLS.
@@ -22,10 +21,9 @@ and --ca F for an API served over TLS.
 
 func main() {
 	cli.Main("ina-scheduler", usage, map[string]func([]string) error{
-		"serve":    cmdServe,
-		"submit":   cmdSubmit,
-		"jobs":     cmdJobs,
-		"cancel":   cmdCancel,
-		"extender": cmdExtender,
+		"serve":  cmdServe,
+		"submit": cmdSubmit,
+		"jobs":   cmdJobs,
+		"cancel": cmdCancel,
 	})
 }

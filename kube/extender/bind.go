@@ -1,0 +1,101 @@
+package extender
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	"github.com/inapack/inapack/kube/gang"
+)
+
+// Bind binds a pod kube-scheduler placed. A pod of a gang is bound only on its planned node, once
+// every pod of the gang has reached bind (kube-scheduler binds each pod in its own goroutine, so
+// they wait for one another here, as the plugin's pods do at Permit), with the plan's annotations
+// written and, unless WaitForOperator is off, the operator's Ready on it. A gang whose pods do not
+// all arrive within GangTimeout is given up: every waiting bind fails, kube-scheduler schedules
+// the pods again, and the gang is planned anew.
+func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArgs) error {
+	pod, err := e.cs.CoreV1().Pods(args.PodNamespace).Get(ctx, args.PodName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if pod.UID != args.PodUID {
+		return fmt.Errorf("pod %s/%s is not the one scheduled (uid %s, want %s)", args.PodNamespace, args.PodName, pod.UID, args.PodUID)
+	}
+	if key, ok := gang.KeyOf(pod); ok {
+		if err := e.holdForGang(ctx, pod, key, args.Node); err != nil {
+			e.log.Warn("extender: bind refused", "pod", args.PodNamespace+"/"+args.PodName, "node", args.Node, "err", err)
+			return err
+		}
+	}
+	return e.cs.CoreV1().Pods(pod.Namespace).Bind(ctx, &v1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+		Target:     v1.ObjectReference{Kind: "Node", Name: args.Node},
+	}, metav1.CreateOptions{})
+}
+
+func (e *Extender) holdForGang(ctx context.Context, pod *v1.Pod, key gang.Key, node string) error {
+	e.mu.Lock()
+	a := e.plans[key]
+	if a == nil || a.plan.Node[pod.UID] != node {
+		e.mu.Unlock()
+		return fmt.Errorf("gang %s: no current plan puts pod %s on %s (the try was given up); it is scheduled again", key, pod.Name, node)
+	}
+	a.arrived.Insert(pod.UID)
+	if a.arrived.Len() == len(a.plan.Node) {
+		close(a.all)
+	}
+	left := e.cfg.GangTimeout - time.Since(a.made)
+	e.mu.Unlock()
+
+	if err := gang.Annotate(ctx, e.cs, pod, a.plan.Annotations(pod)); err != nil {
+		e.drop(key, a)
+		return fmt.Errorf("writing the plan of gang %s onto pod %s: %w", key, pod.Name, err)
+	}
+	timer := time.NewTimer(max(left, 0))
+	defer timer.Stop()
+	select {
+	case <-a.all:
+	case <-a.dropped:
+		return fmt.Errorf("gang %s: the try was given up while pod %s waited for the rest", key, pod.Name)
+	case <-timer.C:
+		e.drop(key, a)
+		return fmt.Errorf("gang %s: %d of %d pods reached bind within %v; the gang is planned again (all pods or none)",
+			key, e.arrivedCount(a), len(a.plan.Node), e.cfg.GangTimeout)
+	case <-ctx.Done():
+		e.drop(key, a)
+		return ctx.Err()
+	}
+	if !e.cfg.WaitForOperator {
+		return nil
+	}
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, e.cfg.ReadyTimeout, true, func(ctx context.Context) (bool, error) {
+		cur, err := e.pods.Pods(pod.Namespace).Get(pod.Name)
+		if err != nil || cur.UID != pod.UID {
+			return false, nil
+		}
+		return cur.Annotations[gang.ReadyAnnotation] == a.plan.ID, nil
+	})
+	if err != nil {
+		e.drop(key, a)
+		return fmt.Errorf("gang %s: the operator did not install plan %s on the switches within %v: %w", key, a.plan.ID, e.cfg.ReadyTimeout, err)
+	}
+	return nil
+}
+
+func (e *Extender) drop(key gang.Key, a *attempt) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.dropLocked(key, a)
+}
+
+func (e *Extender) arrivedCount(a *attempt) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return a.arrived.Len()
+}
