@@ -60,16 +60,11 @@ func (e *Extender) holdForGang(ctx context.Context, pod *v1.Pod, key gang.Key, n
 	timer := time.NewTimer(max(left, 0))
 	defer timer.Stop()
 	select {
-	case <-a.all:
-	case <-a.dropped:
-		return fmt.Errorf("gang %s: the try was given up while pod %s waited for the rest", key, pod.Name)
-	case <-timer.C:
-		e.drop(key, a)
-		return fmt.Errorf("gang %s: %d of %d pods reached bind within %v; the gang is planned again (all pods or none)",
-			key, e.arrivedCount(a), len(a.plan.Node), e.cfg.GangTimeout)
-	case <-ctx.Done():
-		e.drop(key, a)
-		return ctx.Err()
+	case <-a.all: // the gang is complete, even if its time is up as well
+	default:
+		if err := e.waitForGang(ctx, key, a, pod, timer.C); err != nil {
+			return err
+		}
 	}
 	if !e.cfg.WaitForOperator {
 		return nil
@@ -86,6 +81,23 @@ func (e *Extender) holdForGang(ctx context.Context, pod *v1.Pod, key gang.Key, n
 		return fmt.Errorf("gang %s: the operator did not install plan %s on the switches within %v: %w", key, a.plan.ID, e.cfg.ReadyTimeout, err)
 	}
 	return nil
+}
+
+// waitForGang waits until every pod of a's plan has reached bind, a is given up, or expired fires.
+func (e *Extender) waitForGang(ctx context.Context, key gang.Key, a *attempt, pod *v1.Pod, expired <-chan time.Time) error {
+	select {
+	case <-a.all:
+		return nil
+	case <-a.dropped:
+		return fmt.Errorf("gang %s: the try was given up while pod %s waited for the rest", key, pod.Name)
+	case <-expired:
+		e.drop(key, a)
+		return fmt.Errorf("gang %s: %d of %d pods reached bind within %v; the gang is planned again (all pods or none)",
+			key, e.arrivedCount(a), len(a.plan.Node), e.cfg.GangTimeout)
+	case <-ctx.Done():
+		e.drop(key, a)
+		return ctx.Err()
+	}
 }
 
 func (e *Extender) drop(key gang.Key, a *attempt) {
