@@ -18,8 +18,6 @@ import (
 // the fault's start. Whatever the outcome, everything the job held is freed.
 type faultKind struct {
 	name string
-	// hold is how long the fault lasts before it is undone.
-	hold time.Duration
 	// failReason, if set, is the reason a job the fault hits may fail with; nil: it must complete
 	// exact.
 	failReason *regexp.Regexp
@@ -30,7 +28,7 @@ type faultKind struct {
 	egress bool
 	// target picks what to break among what the running jobs use; empty: nothing to hit now.
 	target func(r *chaosRun) string
-	// inject breaks the target, waits hold and repairs it.
+	// inject breaks the target, waits for as long as the fault lasts and repairs it.
 	inject func(ctx context.Context, r *chaosRun, target string) error
 }
 
@@ -103,17 +101,17 @@ func chaosKinds() []*faultKind {
 		{name: "worker killed", target: (*chaosRun).busyJob, failReason: workerDied,
 			failWithin: func(time.Duration) time.Duration { return detect },
 			inject:     func(ctx context.Context, r *chaosRun, job string) error { return r.killAgent(job, "worker") }},
-		{name: "host link down 1s", hold: time.Second, target: (*chaosRun).busyHost, inject: linkDown(time.Second)},
-		{name: "host link down 30s", hold: 30 * time.Second, target: (*chaosRun).busyHost, inject: linkDown(30 * time.Second),
+		{name: "host link down 1s", target: (*chaosRun).busyHost, inject: linkDown(time.Second)},
+		{name: "host link down 30s", target: (*chaosRun).busyHost, inject: linkDown(30 * time.Second),
 			failReason: noProgress, failWithin: timeout},
-		{name: "100% loss 2s", hold: 2 * time.Second, egress: true, target: (*chaosRun).busySwitch,
+		{name: "100% loss 2s", egress: true, target: (*chaosRun).busySwitch,
 			inject: egress(2*time.Second, map[string]any{"loss": 1})},
-		{name: "dup+reorder 10% 5s", hold: 5 * time.Second, egress: true, target: (*chaosRun).busySwitch,
+		{name: "dup+reorder 10% 5s", egress: true, target: (*chaosRun).busySwitch,
 			inject: egress(5*time.Second, map[string]any{"dup": 0.1, "reorder": 0.1})},
-		{name: "corruption 1% 5s", hold: 5 * time.Second, egress: true, target: (*chaosRun).busySwitch,
+		{name: "corruption 1% 5s", egress: true, target: (*chaosRun).busySwitch,
 			inject: egress(5*time.Second, map[string]any{"corrupt": 0.01})},
-		{name: "switch SIGSTOP 1s", hold: time.Second, target: (*chaosRun).busySwitch, inject: freeze(time.Second)},
-		{name: "switch SIGSTOP 10s", hold: 10 * time.Second, target: (*chaosRun).busySwitch, inject: freeze(10 * time.Second),
+		{name: "switch SIGSTOP 1s", target: (*chaosRun).busySwitch, inject: freeze(time.Second)},
+		{name: "switch SIGSTOP 10s", target: (*chaosRun).busySwitch, inject: freeze(10 * time.Second),
 			failReason: noProgress, failWithin: timeout},
 	}
 }
