@@ -1,0 +1,390 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+
+	"github.com/inapack/inapack/controlplane/api"
+	"github.com/inapack/inapack/controlplane/topology"
+	"github.com/inapack/inapack/emu"
+	"github.com/inapack/inapack/kube/gang"
+	"github.com/inapack/inapack/kube/internal/kubetest"
+	"github.com/inapack/inapack/kube/noderunner"
+	"github.com/inapack/inapack/kube/operator"
+	"github.com/inapack/inapack/kube/plugin"
+	"github.com/inapack/inapack/netpack"
+	"github.com/inapack/inapack/scheduler"
+)
+
+var (
+	demo     = flag.Bool("demo", false, "print the demo's table and its closing line (make k8s-demo)")
+	switchTo = flag.String("switch", envOr("SWITCH", "ref"), "ref (the reference switch) or bmv2")
+	topoPath = flag.String("topology", "../../bmv2/topologies/two-racks/topology.json", "the emulated cluster")
+)
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" && v != "auto" {
+		return v
+	}
+	return def
+}
+
+// root is the repository's root (this package is kube/e2e).
+const root = "../.."
+
+// bins builds the agents, the reference switch and the controller once (INAPACK_BIN: use those).
+func bins(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("INAPACK_BIN"); d != "" {
+		abs, err := filepath.Abs(d)
+		kubetest.Fatal(t, err)
+		return abs
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/ina-ps", "./cmd/ina-worker", "./cmd/refswitch", "./cmd/inactl")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the agents: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// gangJob is one training job of the trace: its gang and what its workers run.
+type gangJob struct {
+	kubetest.Job
+	iters   int
+	values  int
+	compute time.Duration
+}
+
+// trace is the demo's jobs in waves: a wave's gangs are submitted one after another (each once
+// the one before is bound) and run together; the next wave starts when they have all ended. The
+// two-racks hosts have 2 GPUs each and the workers take whole machines; the first wave fills the
+// cluster, the second has a label gang (no PodGroup) and a job on a single node.
+func trace() [][]gangJob {
+	mk := func(name string, workers int, model string, pg bool, iters, values int) gangJob {
+		return gangJob{Job: kubetest.Job{Namespace: "default", Name: name, Workers: workers, GPUsPerWorker: 2, Model: model,
+			PodGroup: pg, SchedulerName: "inapack-scheduler"}, iters: iters, values: values, compute: 5 * time.Millisecond}
+	}
+	return [][]gangJob{
+		{mk("j1", 3, "vgg16", true, 40, 16384), mk("j2", 2, "resnet50", true, 40, 8192)},
+		{mk("j3", 2, "bert-base", false, 40, 8192), mk("j4", 1, "resnet50", true, 40, 8192)},
+	}
+}
+
+// commands are the pod's containers as a user writes them: the agents' flags from the
+// environment, the environment from the operator's annotations (the downward API).
+func (g *gangJob) commands(seed int) {
+	env := func(name, ann string) v1.EnvVar {
+		return v1.EnvVar{Name: name, ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{
+			FieldPath: fmt.Sprintf("metadata.annotations['%s']", ann)}}}
+	}
+	g.Env = []v1.EnvVar{
+		env("RANK", gang.RankAnnotation), env("WORLD_SIZE", gang.WorldSizeAnnotation),
+		env("INAPACK_JOB", gang.SwitchJobAnnotation), env("INAPACK_SLOT_BASE", gang.SlotBaseAnnotation),
+		env("INAPACK_WINDOW", gang.WindowAnnotation), env("INAPACK_PRIORITY", gang.PriorityCapAnnotation),
+		env("INAPACK_IP", gang.IPAnnotation), env("INAPACK_IFACE", gang.IfaceAnnotation),
+		env("INAPACK_PS_IP", gang.PSIPAnnotation), env("INAPACK_PS_MAC", gang.PSMACAnnotation),
+	}
+	g.PSCommand = []string{"ina-ps", "-iface", "$(INAPACK_IFACE)", "-ip", "$(INAPACK_PS_IP)", "-mac", "$(INAPACK_PS_MAC)",
+		"-job", "$(INAPACK_JOB):$(WORLD_SIZE):$(INAPACK_WINDOW)"}
+	g.WorkerCommand = []string{"ina-worker", "-iface", "$(INAPACK_IFACE)", "-ip", "$(INAPACK_IP)",
+		"-job", "$(INAPACK_JOB)", "-rank", "$(RANK)", "-workers", "$(WORLD_SIZE)", "-priority", "$(INAPACK_PRIORITY)",
+		"-slot-base", "$(INAPACK_SLOT_BASE)", "-window", "$(INAPACK_WINDOW)", "-ps-ip", "$(INAPACK_PS_IP)", "-ps-mac", "$(INAPACK_PS_MAC)",
+		"-size", fmt.Sprint(g.values), "-iters", fmt.Sprint(g.iters), "-compute", g.compute.String(),
+		"-seed", fmt.Sprint(seed), "-progress-timeout", "20s"}
+}
+
+const profile = `  - schedulerName: inapack-scheduler
+    plugins:
+      multiPoint:
+        enabled:
+          - name: NetPack
+    pluginConfig:
+      - name: NetPack
+        args:
+          uplinkGbps: %g
+          inaMemoryBytes: %d
+          rtt: 1ms
+          permitTimeout: 30s
+          readyTimeout: 30s`
+
+// TestKubernetesEndToEnd runs a trace of training gangs through a real API server and
+// kube-scheduler with the NetPack plugin, the operator and the switch controller, on an emulated
+// cluster (network namespaces, reference switches or BMv2). The node runner that starts each bound
+// pod's command in its node's namespace is the one stand-in: it plays the kubelet for emulated
+// hosts. Every all-reduce must be exact, the placements those of the scheduler service, and
+// nothing may be left on a switch, in the API or on the hosts.
+func TestKubernetesEndToEnd(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIP: the Kubernetes end-to-end test needs root (network namespaces, veth links, AF_PACKET)")
+	}
+	if *switchTo == "bmv2" {
+		if _, err := exec.LookPath("simple_switch_grpc"); err != nil {
+			t.Skip("SKIP: SWITCH=bmv2 but simple_switch_grpc is not on PATH")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	bin := bins(t)
+	topo, err := topology.Load(*topoPath)
+	kubetest.Fatal(t, err)
+	cl, err := scheduler.NewCluster(topo, scheduler.ClusterParams{})
+	kubetest.Fatal(t, err)
+
+	dir := t.TempDir()
+	ecfg := emu.Config{Topology: *topoPath, Prefix: fmt.Sprintf("k%d", os.Getpid()%10000), Switch: *switchTo, Bin: bin, Dir: dir}
+	if *switchTo == "bmv2" {
+		ecfg.BMv2JSON, ecfg.P4Info = filepath.Join(root, "build/ina.json"), filepath.Join(root, "build/ina.p4info.txtpb")
+	}
+	emuc, err := emu.Start(ctx, ecfg)
+	kubetest.Fatal(t, err)
+	defer emuc.Close()
+	ctl := api.NewClient(emuc.API, "")
+
+	kapi := kubetest.StartAPI(t)
+	nodes, err := kubetest.NodesFromTopology(topo)
+	kubetest.Fatal(t, err)
+	kubetest.Fatal(t, kubetest.CreateNodes(ctx, kapi.Client, nodes))
+	uplink := cl.Model.Racks[0].UplinkGbps
+	kubetest.StartScheduler(ctx, t, kubetest.SchedulerConfig(kapi, fmt.Sprintf(profile, uplink, int(cl.Model.Racks[0].INAMemoryBytes)), ""),
+		app.WithPlugin(plugin.Name, plugin.New))
+	topoJSON, err := os.ReadFile(*topoPath)
+	kubetest.Fatal(t, err)
+	_, err = kapi.Client.CoreV1().ConfigMaps("default").Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "inapack-topology"},
+		Data: map[string]string{"topology.json": string(topoJSON)}}, metav1.CreateOptions{})
+	kubetest.Fatal(t, err)
+	op, err := operator.Start(ctx, kapi.Config, operator.Config{Controller: ctl, Window: 16,
+		Topology: types.NamespacedName{Namespace: "default", Name: "inapack-topology"}})
+	kubetest.Fatal(t, err)
+	defer op.Stop()
+	hosts := map[string]scheduler.HostAccess{}
+	for h, ns := range emuc.Hosts {
+		hosts[h] = scheduler.HostAccess{Netns: ns.Netns, Iface: ns.Iface}
+	}
+	logs := filepath.Join(dir, "pods")
+	runner, err := noderunner.Start(ctx, kapi.Client, noderunner.Config{Nodes: hosts, Bin: bin, LogDir: logs})
+	kubetest.Fatal(t, err)
+	defer runner.Stop()
+
+	var rows []row
+	for w, wave := range trace() {
+		svc := &servicePlan{c: cl} // the cluster is empty again at each wave
+		first := len(rows)
+		for i, g := range wave {
+			g.commands(100*w + i + 1)
+			submitted := time.Now()
+			kubetest.Fatal(t, kubetest.Submit(ctx, kapi.Client, g.Job))
+			nodes, err := kubetest.WaitBound(ctx, kapi.Client, g.Job, time.Minute)
+			kubetest.Fatal(t, err)
+			r := row{job: g, submitted: submitted}
+			r.workers, r.ps = placed(g.Job, nodes)
+			r.wantWorkers, r.wantPS = svc.place(t, g.Job)
+			if !slices.Equal(r.workers, r.wantWorkers) || r.ps != r.wantPS {
+				t.Errorf("gang %s placed on workers %v ps %s; the scheduler service places it on %v ps %s", g.Name, r.workers, r.ps, r.wantWorkers, r.wantPS)
+			}
+			rows = append(rows, r)
+		}
+		if *demo && w == 0 {
+			traceGang(ctx, t, kapi, ctl, wave[0].Job)
+		}
+		for i := first; i < len(rows); i++ {
+			rows[i].finish(ctx, t, kapi, logs)
+		}
+		waitGone(ctx, t, kapi, ctl)
+	}
+	if *demo {
+		printRows(rows)
+	}
+
+	if *demo && !t.Failed() {
+		fmt.Println("k8s-demo: OK")
+	}
+}
+
+// traceGang prints one gang's decisions, from its pods' plan and wiring annotations to the
+// entries the switch controller holds for it.
+func traceGang(ctx context.Context, t *testing.T, kapi *kubetest.API, ctl *api.Client, j kubetest.Job) {
+	t.Helper()
+	_, pods := j.Objects()
+	switchJob := 0
+	for _, p := range pods {
+		cur, err := kapi.Client.CoreV1().Pods(j.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("trace of %s: %v", j.Name, err)
+			return
+		}
+		var kv []string
+		for _, k := range slices.Sorted(maps.Keys(cur.Annotations)) {
+			if strings.HasPrefix(k, "inapack.io/") && k != gang.ModelAnnotation && k != gang.MinCountAnnotation {
+				kv = append(kv, strings.TrimPrefix(k, "inapack.io/")+"="+cur.Annotations[k])
+			}
+		}
+		fmt.Printf("k8s-demo: trace %s on %s: %s\n", p.Name, cur.Spec.NodeName, strings.Join(kv, " "))
+		fmt.Sscan(cur.Annotations[gang.SwitchJobAnnotation], &switchJob)
+	}
+	jobs, err := ctl.Jobs(ctx)
+	kubetest.Fatal(t, err)
+	for _, jc := range jobs {
+		if jc.ID != switchJob {
+			continue
+		}
+		for _, sw := range jc.Switches {
+			b, _ := json.Marshal(sw)
+			fmt.Printf("k8s-demo: trace switch entries of job %d: %s\n", jc.ID, b)
+		}
+	}
+}
+
+// waitGone waits until nothing of the ended jobs is left: their pods gone or succeeded with no
+// finalizer holding them (the operator deletes a finished gang's PS), and no job on the
+// controller.
+func waitGone(ctx context.Context, t *testing.T, kapi *kubetest.API, ctl *api.Client) {
+	t.Helper()
+	var live []string
+	var jobs int
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := kapi.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		js, err := ctl.Jobs(ctx)
+		if err != nil {
+			return false, nil
+		}
+		live, jobs = nil, len(js)
+		for _, p := range pods.Items {
+			if p.Status.Phase != v1.PodSucceeded || len(p.Finalizers) > 0 {
+				live = append(live, p.Name)
+			}
+		}
+		return len(live) == 0 && jobs == 0, nil
+	})
+	if err != nil {
+		t.Errorf("left behind after the jobs ended: pods %v, %d jobs on the controller", live, jobs)
+	}
+}
+
+// servicePlan is where the scheduler service puts the same sequence of jobs.
+type servicePlan struct {
+	c       *scheduler.Cluster
+	running []netpack.Placement
+}
+
+func (s *servicePlan) place(t *testing.T, j kubetest.Job) (workers []string, ps string) {
+	t.Helper()
+	md, _ := netpack.Profile(j.Model)
+	nj := &netpack.Job{ID: j.Namespace + "/" + j.Name, GPUs: j.Workers * j.GPUsPerWorker, Model: md, Iterations: 1}
+	p, ok, _, err := scheduler.Plan(s.c.Model, s.running, "netpack", nj)
+	if err != nil || !ok {
+		t.Fatalf("the service's plan of %s: ok=%v err=%v", j.Name, ok, err)
+	}
+	s.running = append(s.running, p)
+	for _, w := range p.Workers {
+		workers = append(workers, s.c.Hosts[w.Machine])
+	}
+	slices.Sort(workers)
+	return workers, s.c.Hosts[p.PS]
+}
+
+func placed(j kubetest.Job, nodes map[string]string) (workers []string, ps string) {
+	for pod, n := range nodes {
+		if pod == j.Name+"-ps" {
+			ps = n
+		} else {
+			workers = append(workers, n)
+		}
+	}
+	slices.Sort(workers)
+	return workers, ps
+}
+
+// row is one job's outcome.
+type row struct {
+	job                   gangJob
+	submitted             time.Time
+	workers, wantWorkers  []string
+	ps, wantPS            string
+	ina                   string
+	jct                   time.Duration
+	exact, wrong, workerN int
+}
+
+// finish waits for the job's workers to end and reads their verdicts from their logs.
+func (r *row) finish(ctx context.Context, t *testing.T, kapi *kubetest.API, logs string) {
+	t.Helper()
+	_, pods := r.job.Objects()
+	var end time.Time
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
+		done := 0
+		for _, p := range pods[1:] {
+			cur, err := kapi.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			r.ina = cur.Annotations[gang.INAAnnotation]
+			switch cur.Status.Phase {
+			case v1.PodFailed:
+				return false, fmt.Errorf("pod %s failed: %s", p.Name, cur.Status.Message)
+			case v1.PodSucceeded:
+				done++
+			}
+		}
+		// The API keeps times to the second: the JCT ends when this poll (every 200 ms) sees the
+		// last worker succeeded.
+		end = time.Now()
+		return done == len(pods)-1, nil
+	})
+	if err != nil {
+		t.Errorf("gang %s: %v", r.job.Name, err)
+		return
+	}
+	r.jct = end.Sub(r.submitted)
+	for _, p := range pods[1:] {
+		b, err := os.ReadFile(filepath.Join(logs, p.Namespace+"_"+p.Name+".log"))
+		if err != nil {
+			t.Errorf("gang %s: %v", r.job.Name, err)
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if !strings.HasPrefix(l, "worker-summary:") {
+				continue
+			}
+			r.workerN++
+			var e, w int
+			for _, f := range strings.Fields(l) {
+				fmt.Sscanf(f, "exact=%d", &e)
+				fmt.Sscanf(f, "wrong=%d", &w)
+			}
+			r.exact += e
+			r.wrong += w
+		}
+	}
+	if r.workerN != len(pods)-1 || r.wrong != 0 || r.exact != r.job.iters*r.job.Workers {
+		t.Errorf("gang %s: %d worker summaries, %d exact and %d wrong all-reduces (want %d exact)", r.job.Name, r.workerN, r.exact, r.wrong, r.job.iters*r.job.Workers)
+	}
+}
+
+func printRows(rows []row) {
+	fmt.Printf("k8s-demo: %-4s %-12s %-5s %-5s %-8s %s\n", "gang", "workers", "ps", "ina", "jct", "all-reduces")
+	for _, r := range rows {
+		fmt.Printf("k8s-demo: %-4s %-12s %-5s %-5s %-8s %d exact, %d wrong (service: %s ps %s)\n", r.job.Name, strings.Join(r.workers, ","), r.ps, r.ina,
+			r.jct.Round(10*time.Millisecond), r.exact, r.wrong, strings.Join(r.wantWorkers, ","), r.wantPS)
+	}
+}
