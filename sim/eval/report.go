@@ -87,9 +87,9 @@ func (rep *Report) Markdown(w io.Writer) error {
 	rep.sweepSections(p)
 	rep.ablations(p)
 	rep.pointsSection(p)
-	rep.gridSection(p)
 	rep.papers(p)
 	rep.validationSection(p)
+	rep.gridSection(p)
 
 	p("## Reproduce\n\n```sh\nmake evaluation      # this file and docs/img/*; TRACE=other.csv scripts/evaluation.sh for another trace\n")
 	p("netpack evaluate --trace %s --only main,no-ina --seeds %s   # a few experiments' comparison points, no report\n", rep.Cfg.TraceName, strings.ReplaceAll(rep.seedList(), " ", ""))
