@@ -259,7 +259,13 @@ func (r *Runner) start(ctx context.Context, pod *v1.Pod, h scheduler.HostAccess)
 	full := h.Wrap(argv...)
 	fmt.Fprintf(f, "# pod %s/%s on %s: %q\n", pod.Namespace, pod.Name, pod.Spec.NodeName, argv)
 	p.cmd = exec.Command(full[0], full[1:]...)
-	p.cmd.Env = environ(os.Environ(), env)
+	// The image's environment: its binaries on PATH (the bin directory, then this machine's), the
+	// pod's hostname. Nothing of the runner's own environment (its credentials) leaks in.
+	path := os.Getenv("PATH")
+	if r.cfg.Bin != "" {
+		path = r.cfg.Bin + ":" + path
+	}
+	p.cmd.Env = environ([]string{"PATH=" + path, "HOSTNAME=" + pod.Name}, env)
 	p.cmd.Stdout, p.cmd.Stderr = f, f
 	// A session of its own: the whole container (the command and its children) is killed at once.
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

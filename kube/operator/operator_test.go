@@ -14,6 +14,7 @@ import (
 	"github.com/inapack/inapack/controlplane/topology"
 	"github.com/inapack/inapack/kube/gang"
 	"github.com/inapack/inapack/kube/internal/kubetest"
+	"github.com/inapack/inapack/kube/noderunner"
 	"github.com/inapack/inapack/kube/operator"
 	"github.com/inapack/inapack/p4src/model"
 	"github.com/inapack/inapack/scheduler"
@@ -151,6 +152,33 @@ func TestInstallAndRemove(t *testing.T) {
 	}
 	e.checkWiring(t, e.pods(t, "b"), plB)
 	e.expectEvents(t, podsA[1].Name, "INAInstalled", "INARemoved")
+}
+
+// TestEnvFromWiring: the environment Env declares resolves, as the kubelet resolves it (the node
+// runner's Env), to the wiring the operator wrote on a Ready pod.
+func TestEnvFromWiring(t *testing.T) {
+	e := newEnv(t)
+	e.start(t)
+	pl := e.submit(t, kubetest.Job{Name: "a", Workers: 2, GPUsPerWorker: 2, Model: "vgg16", PodGroup: true})
+	pods := e.waitReady(t, "a", pl)
+	for _, p := range pods {
+		c := v1.Container{Name: "c", Env: operator.Env()}
+		env, err := noderunner.Env(p, &c, nil)
+		kubetest.Fatal(t, err)
+		got := map[string]string{}
+		for _, v := range env {
+			got[v.Name] = v.Value
+		}
+		a := p.Annotations
+		for name, want := range map[string]string{"RANK": a[gang.RankAnnotation], "WORLD_SIZE": "2",
+			"INAPACK_JOB": a[gang.SwitchJobAnnotation], "INAPACK_SLOT_BASE": a[gang.SlotBaseAnnotation], "INAPACK_WINDOW": "16",
+			"INAPACK_PRIORITY": a[gang.PriorityCapAnnotation], "INAPACK_IP": a[gang.IPAnnotation], "INAPACK_IFACE": a[gang.IfaceAnnotation],
+			"INAPACK_PS_IP": a[gang.PSIPAnnotation], "INAPACK_PS_MAC": a[gang.PSMACAnnotation], "INAPACK_LOCAL_IFACE": a[gang.LocalIfaceAnnotation]} {
+			if got[name] != want || (want == "" && name != "INAPACK_LOCAL_IFACE" && !(name == "RANK" && p.Labels[gang.RoleLabel] == gang.RolePS)) {
+				t.Errorf("pod %s: %s=%q, want %q (non-empty)", p.Name, name, got[name], want)
+			}
+		}
+	}
 }
 
 func torsOf(e *env, pods []*v1.Pod) []string {
