@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,19 +156,9 @@ func (e *env) pods(t *testing.T, j string) []*v1.Pod {
 			}
 			return 1
 		}
-		return cmpStr(a.Name, b.Name)
+		return strings.Compare(a.Name, b.Name)
 	})
 	return out
-}
-
-func cmpStr(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // waitFor polls cond (every 50 ms, at most 30 s: the bound is for a broken run, not a speed).
