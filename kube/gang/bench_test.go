@@ -104,8 +104,8 @@ func pluginPlan(b *testing.B, cache *gang.ViewCache, cfg gang.Config, nodes []*v
 // BenchmarkPlanGang: the plugin's time to plan one gang (4 workers of 8 GPUs) at 1,000 and
 // 10,000 nodes, against netpack's own placement of the same job on the same cluster and running
 // jobs (scheduler.Plan, what the scheduler service calls), timed alternately in each iteration:
-// the plugin's view built anew (gang.NewView, as PreFilter does today) and through a ViewCache
-// kept across gangs (warm, as after the first gang). Reports each per gang and the ratios to
+// the view built anew (gang.NewView) and through a ViewCache kept across gangs (warm, as after
+// the first gang: what the plugin's PreFilter uses). Reports each per gang and the ratios to
 // netpack's.
 func BenchmarkPlanGang(b *testing.B) {
 	for _, n := range []int{1000, 10000} {

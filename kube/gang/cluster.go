@@ -109,7 +109,9 @@ func NewView(cfg Config, nodes []*v1.Node, assigned []*v1.Pod) (*View, error) {
 	v := &View{Cluster: &netpack.Cluster{Name: "kubernetes"}, Machine: map[string]netpack.MachineID{},
 		Unlabelled: map[string]bool{}, Running: map[Key]netpack.Placement{}}
 	for _, n := range nodes {
-		if GPUs(n.Status.Allocatable) <= 0 {
+		// A node whose GPUs pods of no gang hold all of is no machine for NetPack (nor one
+		// without GPUs at all).
+		if GPUs(n.Status.Allocatable)-other[n.Name] <= 0 {
 			continue
 		}
 		r := n.Labels[RackLabel]
@@ -144,7 +146,7 @@ func NewView(cfg Config, nodes []*v1.Node, assigned []*v1.Pod) (*View, error) {
 			v.Machine[n.Name] = netpack.MachineID(len(v.Nodes))
 			v.Nodes = append(v.Nodes, n.Name)
 			v.Cluster.Machines = append(v.Cluster.Machines, netpack.Machine{Rack: len(v.Cluster.Racks),
-				GPUs: max(GPUs(n.Status.Allocatable)-other[n.Name], 0), NICGbps: nic})
+				GPUs: GPUs(n.Status.Allocatable) - other[n.Name], NICGbps: nic})
 		}
 		v.Cluster.Racks = append(v.Cluster.Racks, rk)
 	}
