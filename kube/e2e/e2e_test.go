@@ -28,7 +28,6 @@ import (
 	"github.com/inapack/inapack/kube/noderunner"
 	"github.com/inapack/inapack/kube/operator"
 	"github.com/inapack/inapack/kube/plugin"
-	"github.com/inapack/inapack/netpack"
 	"github.com/inapack/inapack/scheduler"
 )
 
@@ -185,7 +184,8 @@ func TestKubernetesEndToEnd(t *testing.T) {
 
 	var rows []row
 	for w, wave := range trace() {
-		svc := &servicePlan{c: cl} // the cluster is empty again at each wave
+		svc, err := kubetest.NewService(topo) // the cluster is empty again at each wave
+		kubetest.Fatal(t, err)
 		first := len(rows)
 		for i, g := range wave {
 			g.commands(100*w + i + 1)
@@ -194,8 +194,9 @@ func TestKubernetesEndToEnd(t *testing.T) {
 			nodes, err := kubetest.WaitBound(ctx, kapi.Client, g.Job, time.Minute)
 			kubetest.Fatal(t, err)
 			r := row{job: g, submitted: submitted}
-			r.workers, r.ps = placed(g.Job, nodes)
-			r.wantWorkers, r.wantPS = svc.place(t, g.Job)
+			r.workers, r.ps = kubetest.Placed(g.Job, nodes)
+			r.wantWorkers, r.wantPS, err = svc.Place(g.Job)
+			kubetest.Fatal(t, err)
 			if !slices.Equal(r.workers, r.wantWorkers) || r.ps != r.wantPS {
 				t.Errorf("gang %s placed on workers %v ps %s; the scheduler service places it on %v ps %s", g.Name, r.workers, r.ps, r.wantWorkers, r.wantPS)
 			}
@@ -279,40 +280,6 @@ func waitGone(ctx context.Context, t *testing.T, kapi *kubetest.API, ctl *api.Cl
 	if err != nil {
 		t.Errorf("left behind after the jobs ended: pods %v, %d jobs on the controller", live, jobs)
 	}
-}
-
-// servicePlan is where the scheduler service puts the same sequence of jobs.
-type servicePlan struct {
-	c       *scheduler.Cluster
-	running []netpack.Placement
-}
-
-func (s *servicePlan) place(t *testing.T, j kubetest.Job) (workers []string, ps string) {
-	t.Helper()
-	md, _ := netpack.Profile(j.Model)
-	nj := &netpack.Job{ID: j.Namespace + "/" + j.Name, GPUs: j.Workers * j.GPUsPerWorker, Model: md, Iterations: 1}
-	p, ok, _, err := scheduler.Plan(s.c.Model, s.running, "netpack", nj)
-	if err != nil || !ok {
-		t.Fatalf("the service's plan of %s: ok=%v err=%v", j.Name, ok, err)
-	}
-	s.running = append(s.running, p)
-	for _, w := range p.Workers {
-		workers = append(workers, s.c.Hosts[w.Machine])
-	}
-	slices.Sort(workers)
-	return workers, s.c.Hosts[p.PS]
-}
-
-func placed(j kubetest.Job, nodes map[string]string) (workers []string, ps string) {
-	for pod, n := range nodes {
-		if pod == j.Name+"-ps" {
-			ps = n
-		} else {
-			workers = append(workers, n)
-		}
-	}
-	slices.Sort(workers)
-	return workers, ps
 }
 
 // row is one job's outcome.

@@ -17,8 +17,6 @@ import (
 	"github.com/inapack/inapack/controlplane/topology"
 	"github.com/inapack/inapack/kube/internal/kubetest"
 	"github.com/inapack/inapack/kube/plugin"
-	"github.com/inapack/inapack/netpack"
-	"github.com/inapack/inapack/scheduler"
 )
 
 const twoRacks = "../../bmv2/topologies/two-racks/topology.json"
@@ -53,51 +51,13 @@ func start(t *testing.T) (context.Context, *kubetest.API, *topology.Topology) {
 	return ctx, api, topo
 }
 
-// servicePlan is where the scheduler service puts the same sequence of jobs: scheduler.Plan on
-// the topology's model, each job added to the running set in turn.
-type servicePlan struct {
-	c       *scheduler.Cluster
-	running []netpack.Placement
-}
-
-func (s *servicePlan) place(t *testing.T, j kubetest.Job) (workers []string, ps string) {
-	t.Helper()
-	md, ok := netpack.Profile(j.Model)
-	if !ok {
-		t.Fatalf("model %s", j.Model)
-	}
-	nj := &netpack.Job{ID: j.Namespace + "/" + j.Name, GPUs: j.Workers * j.GPUsPerWorker, Model: md, Iterations: 1}
-	p, ok, _, err := scheduler.Plan(s.c.Model, s.running, "netpack", nj)
-	if err != nil || !ok {
-		t.Fatalf("the service's plan of %s: ok=%v err=%v", j.Name, ok, err)
-	}
-	s.running = append(s.running, p)
-	for _, w := range p.Workers {
-		workers = append(workers, s.c.Hosts[w.Machine])
-	}
-	return workers, s.c.Hosts[p.PS]
-}
-
-func placed(j kubetest.Job, nodes map[string]string) (workers []string, ps string) {
-	for pod, n := range nodes {
-		if pod == j.Name+"-ps" {
-			ps = n
-		} else {
-			workers = append(workers, n)
-		}
-	}
-	slices.Sort(workers)
-	return workers, ps
-}
-
 // TestGangsPlacedAsTheService: gangs (PodGroups, and label gangs) are bound all at once, each pod
 // on the node of NetPack's plan, and the plans equal the scheduler service's for the same
 // sequence of jobs.
 func TestGangsPlacedAsTheService(t *testing.T) {
 	ctx, api, topo := start(t)
-	cl, err := scheduler.NewCluster(topo, scheduler.ClusterParams{})
+	svc, err := kubetest.NewService(topo)
 	kubetest.Fatal(t, err)
-	svc := &servicePlan{c: cl}
 	jobs := []kubetest.Job{
 		{Name: "a", Workers: 2, GPUsPerWorker: 2, Model: "vgg16", PodGroup: true},
 		{Name: "b", Workers: 1, GPUsPerWorker: 2, Model: "resnet50", PodGroup: false},
@@ -108,9 +68,9 @@ func TestGangsPlacedAsTheService(t *testing.T) {
 		kubetest.Fatal(t, kubetest.Submit(ctx, api.Client, j))
 		nodes, err := kubetest.WaitBound(ctx, api.Client, j, 30*time.Second)
 		kubetest.Fatal(t, err)
-		gotW, gotPS := placed(j, nodes)
-		wantW, wantPS := svc.place(t, j)
-		slices.Sort(wantW)
+		gotW, gotPS := kubetest.Placed(j, nodes)
+		wantW, wantPS, err := svc.Place(j)
+		kubetest.Fatal(t, err)
 		t.Logf("gang %s: workers %v ps %s (service: %v ps %s)", j.Name, gotW, gotPS, wantW, wantPS)
 		if !slices.Equal(gotW, wantW) || gotPS != wantPS {
 			t.Errorf("gang %s placed on workers %v ps %s; the scheduler service places it on %v ps %s", j.Name, gotW, gotPS, wantW, wantPS)
