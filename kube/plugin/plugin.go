@@ -188,11 +188,11 @@ func (p *NetPack) attemptFor(ctx context.Context, key gang.Key, pod *v1.Pod, nod
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if a := p.plans[key]; a != nil {
-		if why := a.stale(key, nodes, dur(p.args.PermitTimeout, time.Minute)); why == "" {
+		why := a.stale(key, nodes, dur(p.args.PermitTimeout, time.Minute))
+		if why == "" {
 			return a, nil
-		} else {
-			klog.FromContext(ctx).Info("NetPack plans a gang anew", "gang", key.String(), "why", why)
 		}
+		klog.FromContext(ctx).Info("NetPack plans a gang anew", "gang", key.String(), "why", why)
 	}
 	g, err := p.collect(pod)
 	if err != nil {
