@@ -110,20 +110,6 @@ func (g *gangJob) commands(seed int) {
 		"-seed", fmt.Sprint(seed), "-progress-timeout", "20s"}
 }
 
-const profile = `  - schedulerName: inapack-scheduler
-    plugins:
-      multiPoint:
-        enabled:
-          - name: NetPack
-    pluginConfig:
-      - name: NetPack
-        args:
-          uplinkGbps: %g
-          inaMemoryBytes: %d
-          rtt: 1ms
-          permitTimeout: 30s
-          readyTimeout: 30s`
-
 // TestKubernetesEndToEnd runs a trace of training gangs through a real API server and
 // kube-scheduler with the NetPack plugin, the operator and the switch controller, on an emulated
 // cluster (network namespaces, reference switches or BMv2). The node runner that starts each bound
@@ -162,7 +148,8 @@ func TestKubernetesEndToEnd(t *testing.T) {
 	kubetest.Fatal(t, err)
 	kubetest.Fatal(t, kubetest.CreateNodes(ctx, kapi.Client, nodes))
 	uplink := cl.Model.Racks[0].UplinkGbps
-	kubetest.StartScheduler(ctx, t, kubetest.SchedulerConfig(kapi, fmt.Sprintf(profile, uplink, int(cl.Model.Racks[0].INAMemoryBytes)), ""),
+	kubetest.StartScheduler(ctx, t, kubetest.SchedulerConfig(kapi, kubetest.NetPackProfile(fmt.Sprintf("uplinkGbps: %g", uplink),
+		fmt.Sprintf("inaMemoryBytes: %d", int(cl.Model.Racks[0].INAMemoryBytes)), "rtt: 1ms", "permitTimeout: 30s", "readyTimeout: 30s"), ""),
 		app.WithPlugin(plugin.Name, plugin.New))
 	topoJSON, err := os.ReadFile(*topoPath)
 	kubetest.Fatal(t, err)

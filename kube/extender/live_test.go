@@ -188,11 +188,11 @@ func countsPodsBeingBound(ctx context.Context, t *testing.T, e *env) {
 	if err != nil {
 		t.Fatalf("gang a's pods never reached bind: %v", err)
 	}
-	assertNoneBound(ctx, t, api, aPods)
+	assertNoneBound(ctx, t, api, a)
 	kubetest.Fatal(t, kubetest.Submit(ctx, api.Client, b))
 	bNodes, err := kubetest.WaitBound(ctx, api.Client, b, 60*time.Second)
 	kubetest.Fatal(t, err)
-	assertNoneBound(ctx, t, api, aPods) // b was planned while a was invisible in the API
+	assertNoneBound(ctx, t, api, a) // b was planned while a was invisible in the API
 	e.hold("binding", "a", false)
 	aNodes, err := kubetest.WaitBound(ctx, api.Client, a, 60*time.Second)
 	kubetest.Fatal(t, err)
@@ -212,44 +212,20 @@ func cannotFit(ctx context.Context, t *testing.T, e *env) {
 	for _, pg := range []bool{false, true} {
 		big := kubetest.Job{Namespace: "nofit", Name: fmt.Sprintf("big%v", pg), Workers: 4, GPUsPerWorker: 2, Model: "resnet50", PodGroup: pg}
 		kubetest.Fatal(t, kubetest.Submit(ctx, api.Client, big))
-		_, pods := big.Objects()
-		var why string
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-			// kube-scheduler schedules a PodGroup's pods as one unit: the pod the extender
-			// turned down carries its reason, the others the group's.
-			for _, p := range pods {
-				cur, err := api.Client.CoreV1().Pods("nofit").Get(ctx, p.Name, metav1.GetOptions{})
-				if err != nil {
-					return false, nil
-				}
-				for _, c := range cur.Status.Conditions {
-					if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && strings.Contains(c.Message, "NetPack cannot place") {
-						why = p.Name + ": " + c.Message
-						return true, nil
-					}
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			t.Fatalf("gang %s: no PodScheduled=False condition from NetPack: %v", big.Name, err)
-		}
+		// kube-scheduler schedules a PodGroup's pods as one unit: the pod the extender turned
+		// down carries its reason, the others the group's.
+		why, err := kubetest.WaitPending(ctx, api.Client, big, "NetPack cannot place", 60*time.Second)
+		kubetest.Fatal(t, err)
 		t.Logf("gang %s pending because: %s", big.Name, why)
 		time.Sleep(2 * time.Second) // kube-scheduler retries; none of its pods may bind meanwhile
-		assertNoneBound(ctx, t, api, pods)
+		assertNoneBound(ctx, t, api, big)
 	}
 }
 
-func assertNoneBound(ctx context.Context, t *testing.T, api *kubetest.API, pods []*v1.Pod) {
+func assertNoneBound(ctx context.Context, t *testing.T, api *kubetest.API, j kubetest.Job) {
 	t.Helper()
-	var bound []string
-	for _, p := range pods {
-		cur, err := api.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
-		kubetest.Fatal(t, err)
-		if cur.Spec.NodeName != "" {
-			bound = append(bound, p.Name+"@"+cur.Spec.NodeName)
-		}
-	}
+	bound, err := kubetest.Bound(ctx, api.Client, j)
+	kubetest.Fatal(t, err)
 	if len(bound) > 0 {
 		t.Errorf("pods bound of a gang that may not run (yet): %v", bound)
 	}

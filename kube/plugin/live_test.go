@@ -3,9 +3,7 @@ package plugin_test
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -23,19 +21,8 @@ const twoRacks = "../../bmv2/topologies/two-racks/topology.json"
 
 // profile is the scheduler profile under test: NetPack's model of the two-racks topology as the
 // scheduler service builds it (uplink 20 Mbit/s, 64 slots of 256 B, 1 ms hold).
-const profile = `  - schedulerName: inapack-scheduler
-    plugins:
-      multiPoint:
-        enabled:
-          - name: NetPack
-    pluginConfig:
-      - name: NetPack
-        args:
-          uplinkGbps: 0.02
-          inaMemoryBytes: 16384
-          rtt: 1ms
-          permitTimeout: 10s
-          waitForOperator: false`
+var profile = kubetest.NetPackProfile("uplinkGbps: 0.02", "inaMemoryBytes: 16384", "rtt: 1ms", "permitTimeout: 10s",
+	"waitForOperator: false")
 
 func start(t *testing.T) (context.Context, *kubetest.API, *topology.Topology) {
 	t.Helper()
@@ -84,28 +71,10 @@ func TestGangTooLargeStaysPending(t *testing.T) {
 	j := kubetest.Job{Namespace: "default", Name: "huge", Workers: 6, GPUsPerWorker: 2, Model: "resnet50", PodGroup: true,
 		SchedulerName: "inapack-scheduler"}
 	kubetest.Fatal(t, kubetest.Submit(ctx, api.Client, j))
-	_, pods := j.Objects()
-	var why string
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
-		for _, pod := range pods {
-			p, err := api.Client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
-			}
-			for _, c := range p.Status.Conditions {
-				if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && strings.Contains(c.Message, "12 GPUs") {
-					why = pod.Name + ": " + c.Message
-					return true, nil
-				}
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("no PodScheduled=False condition naming the gang's 12 GPUs: %v", err)
-	}
+	why, err := kubetest.WaitPending(ctx, api.Client, j, "12 GPUs", 20*time.Second)
+	kubetest.Fatal(t, err)
 	t.Logf("pending because: %s", why)
-	assertNoneBound(ctx, t, api, "default", pods)
+	assertNoneBound(ctx, t, api, j)
 }
 
 // TestGangNeverCompleteStaysPending: a gang whose minimum is never met binds no pod.
@@ -115,24 +84,17 @@ func TestGangNeverCompleteStaysPending(t *testing.T) {
 		j := kubetest.Job{Namespace: "default", Name: fmt.Sprintf("short-%v", pg), Workers: 1, GPUsPerWorker: 2, Model: "resnet50",
 			PodGroup: pg, MinCount: 3, SchedulerName: "inapack-scheduler"}
 		kubetest.Fatal(t, kubetest.Submit(ctx, api.Client, j))
-		_, pods := j.Objects()
 		time.Sleep(3 * time.Second)
-		assertNoneBound(ctx, t, api, "default", pods)
+		assertNoneBound(ctx, t, api, j)
 	}
 }
 
-func assertNoneBound(ctx context.Context, t *testing.T, api *kubetest.API, ns string, pods []*v1.Pod) {
+func assertNoneBound(ctx context.Context, t *testing.T, api *kubetest.API, j kubetest.Job) {
 	t.Helper()
-	bound := map[string]string{}
-	for _, p := range pods {
-		cur, err := api.Client.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
-		kubetest.Fatal(t, err)
-		if cur.Spec.NodeName != "" {
-			bound[p.Name] = cur.Spec.NodeName
-		}
-	}
+	bound, err := kubetest.Bound(ctx, api.Client, j)
+	kubetest.Fatal(t, err)
 	if len(bound) > 0 {
-		t.Errorf("pods bound of a gang that cannot run whole: %v", slices.Sorted(maps.Keys(bound)))
+		t.Errorf("pods bound of a gang that cannot run whole: %v", bound)
 	}
 }
 

@@ -318,10 +318,10 @@ func (p *NetPack) Permit(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ str
 		return nil, 0
 	}
 	p.mu.Lock()
-	complete := a.reserved.Len() == len(a.plan.Node)
+	reserved := a.reserved.Len()
 	p.mu.Unlock()
-	if !complete {
-		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("gang %s: %d of %d pods placed", key, a.reserved.Len(), len(a.plan.Node))),
+	if reserved < len(a.plan.Node) {
+		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("gang %s: %d of %d pods placed", key, reserved, len(a.plan.Node))),
 			dur(p.args.PermitTimeout, time.Minute)
 	}
 	p.h.IterateOverWaitingPods(func(wp fwk.WaitingPod) {

@@ -113,6 +113,23 @@ profiles:
 	return s
 }
 
+// NetPackProfile is a scheduler profile (for SchedulerConfig) named inapack-scheduler that enables
+// the NetPack plugin with args, YAML lines of its arguments ("rtt: 1ms", ...).
+func NetPackProfile(args ...string) string {
+	s := `  - schedulerName: inapack-scheduler
+    plugins:
+      multiPoint:
+        enabled:
+          - name: NetPack
+    pluginConfig:
+      - name: NetPack
+        args:`
+	for _, a := range args {
+		s += "\n          " + a
+	}
+	return s
+}
+
 // StartScheduler runs kube-scheduler in process with config (SchedulerConfig) and the given
 // out-of-tree plugins until ctx ends or the test does. The secure port is off.
 func StartScheduler(ctx context.Context, t testing.TB, config string, plugins ...app.Option) {

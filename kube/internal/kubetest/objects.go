@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,4 +192,46 @@ func Fatal(t testing.TB, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// WaitPending waits until a pod of j carries a PodScheduled=False condition whose message
+// contains want, and returns "pod: message".
+func WaitPending(ctx context.Context, cs kubernetes.Interface, j Job, want string, timeout time.Duration) (string, error) {
+	_, pods := j.Objects()
+	var why string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		for _, p := range pods {
+			cur, err := cs.CoreV1().Pods(j.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			for _, c := range cur.Status.Conditions {
+				if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && strings.Contains(c.Message, want) {
+					why = p.Name + ": " + c.Message
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("gang %s: no pod pending with a reason containing %q: %w", j.Name, want, err)
+	}
+	return why, nil
+}
+
+// Bound lists the pods of j that are bound, as pod@node.
+func Bound(ctx context.Context, cs kubernetes.Interface, j Job) ([]string, error) {
+	_, pods := j.Objects()
+	var bound []string
+	for _, p := range pods {
+		cur, err := cs.CoreV1().Pods(j.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		if cur.Spec.NodeName != "" {
+			bound = append(bound, p.Name+"@"+cur.Spec.NodeName)
+		}
+	}
+	return bound, nil
 }
