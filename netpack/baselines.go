@@ -237,17 +237,20 @@ func bestFit(free []int, g int) MachineID {
 }
 
 // consolidate follows Gandiva (Xiao et al., OSDI'18) and Tiresias (Gu et al., NSDI'19): pack a job
-// onto as few machines and racks as possible: best-fit machine, else the best-fit rack that holds
-// it (machines with most free GPUs first), else racks with the most free GPUs first.
-func consolidate(w *blWork, j *Job) []Worker {
-	g := j.GPUs
-	best := bestFit(w.free, g)
+// onto as few machines and racks as possible (packLocal).
+func consolidate(w *blWork, j *Job) []Worker { return packLocal(w.c, w.free, w.rackFree, j.GPUs) }
+
+// packLocal places g GPUs on as few machines and racks as possible: the best-fit machine, else
+// the best-fit rack that holds them (machines with most free GPUs first), else racks with the
+// most free GPUs first. Nil when the free GPUs do not hold g.
+func packLocal(c *Cluster, free, rackFree []int, g int) []Worker {
+	best := bestFit(free, g)
 	if best >= 0 {
 		return []Worker{{Machine: best, GPUs: g}}
 	}
 	rack := -1
-	for r, f := range w.rackFree {
-		if f >= g && (rack < 0 || f < w.rackFree[rack]) {
+	for r, f := range rackFree {
+		if f >= g && (rack < 0 || f < rackFree[rack]) {
 			rack = r
 		}
 	}
@@ -255,24 +258,24 @@ func consolidate(w *blWork, j *Job) []Worker {
 	if rack >= 0 {
 		racks = []int{rack}
 	} else {
-		for r := range w.c.Racks {
+		for r := range c.Racks {
 			racks = append(racks, r)
 		}
-		slices.SortStableFunc(racks, func(a, b int) int { return w.rackFree[b] - w.rackFree[a] })
+		slices.SortStableFunc(racks, func(a, b int) int { return rackFree[b] - rackFree[a] })
 	}
 	var order []MachineID
 	for _, r := range racks {
-		rk := &w.c.Racks[r]
+		rk := &c.Racks[r]
 		var ms []MachineID
 		for m := rk.First; m < rk.First+MachineID(rk.Count); m++ {
-			if w.free[m] > 0 {
+			if free[m] > 0 {
 				ms = append(ms, m)
 			}
 		}
-		slices.SortStableFunc(ms, func(a, b MachineID) int { return w.free[b] - w.free[a] })
+		slices.SortStableFunc(ms, func(a, b MachineID) int { return free[b] - free[a] })
 		order = append(order, ms...)
 	}
-	return takeInOrder(w.free, order, g)
+	return takeInOrder(free, order, g)
 }
 
 func psOnLargestWorker(_ *blWork, ws []Worker) MachineID {

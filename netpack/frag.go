@@ -12,19 +12,22 @@ import "slices"
 //	                 Σ_r free_r·[free_r < s]  if s fits a rack but no machine )
 //
 // with w(s) the share of the GPUs in demand that come in jobs of s GPUs. The demand is the GPUs
-// of the jobs running now plus the job being placed: GPUs freed by finishing jobs are asked for
-// again by jobs like them. A placement is charged F after it minus F before it, so filling a
+// of the jobs running now (GPUs freed by finishing jobs are asked for again by jobs like them),
+// of the jobs waiting in the round's queue (asking now) and of the job being placed. A placement is charged F after it minus F before it, so filling a
 // fragment (best fit) is rewarded and breaking a block that the queue's large jobs need costs
 // the GPUs it strands. Jobs larger than a rack span racks whatever is left, so they add nothing.
 type fragPrice struct {
 	sizes []int     // distinct job sizes in demand, ascending
 	gpus  []float64 // GPUs in demand per size (not yet normalised by total)
 	total float64
+	// queued are the ids of the waiting jobs counted in demand; one placed in the round is
+	// not counted again.
+	queued map[string]bool
 }
 
 // begin takes the demand of the running jobs, from the estimator that mirrors them (its GPUs by
-// size: a round costs the distinct sizes, not the jobs).
-func (f *fragPrice) begin(e *Estimator) {
+// size: a round costs the distinct sizes, not the jobs), and of the waiting jobs.
+func (f *fragPrice) begin(e *Estimator, waiting []*Job) {
 	f.sizes, f.gpus, f.total = f.sizes[:0], f.gpus[:0], 0
 	for g := range e.sizeGPUs {
 		f.sizes = append(f.sizes, g)
@@ -33,6 +36,16 @@ func (f *fragPrice) begin(e *Estimator) {
 	for _, g := range f.sizes {
 		f.gpus = append(f.gpus, float64(e.sizeGPUs[g]))
 		f.total += float64(e.sizeGPUs[g])
+	}
+	clear(f.queued)
+	for _, j := range waiting {
+		if f.queued == nil {
+			f.queued = map[string]bool{}
+		}
+		if j != nil && j.GPUs > 0 && !f.queued[j.ID] {
+			f.queued[j.ID] = true
+			f.add(j.GPUs)
+		}
 	}
 }
 

@@ -57,7 +57,7 @@ func TestFragmentationPriced(t *testing.T) {
 // demand needs raises it by the GPUs it strands, weighted by that size's share of the demand.
 func TestFragDelta(t *testing.T) {
 	st, j := fragScene(t)
-	pl := &netpackPlacer{pricesFrag: true, t: tracker{mode: Joint}}
+	pl := &netpackPlacer{t: tracker{mode: Joint}}
 	pl.Begin(st)
 	w := pl.w
 	fill := []Worker{{12, 2}, {13, 2}, {14, 2}, {15, 2}}  // rack 1's free machines

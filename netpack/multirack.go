@@ -31,7 +31,12 @@ func (w *npWork) multiRack(g int, d float64) ([]Worker, []int) {
 				if inaOK && n >= 2 && n <= 32 {
 					o = 1
 				}
-				v -= math.Max(0, o*d-spare) / d
+				v -= math.Max(0, o*d-spare) / d // the harm to the uplink's jobs
+				if !w.v1 && w.est.cap[upl] > 0 {
+					// and the share of it used, as predict charges them: otherwise a rack more
+					// costs nothing while the uplinks have room.
+					v -= o * d / w.est.cap[upl]
+				}
 				if v > opts[i][k].v {
 					opts[i][k] = opt{v, n}
 				}

@@ -8,12 +8,12 @@ import (
 
 func init() {
 	register("netpack", func(o Options) Placer {
-		return &netpackPlacer{opt: o, t: tracker{mode: o.Mode, full: o.FullEstimate}, pricesFrag: true}
+		return &netpackPlacer{opt: o, t: tracker{mode: o.Mode, full: o.FullEstimate}}
 	})
 	// NetPack before it priced fragmentation (issue 15's): harm to running jobs and resource
-	// shares only. Kept so the evaluation can show what pricing fragmentation changed.
+	// shares only, its own machine sets only. Kept so the evaluation can show what changed.
 	register("netpack-v1", func(o Options) Placer {
-		return &netpackPlacer{opt: o, t: tracker{mode: o.Mode, full: o.FullEstimate}}
+		return &netpackPlacer{opt: o, t: tracker{mode: o.Mode, full: o.FullEstimate}, v1: true}
 	})
 }
 
@@ -25,16 +25,22 @@ type netpackPlacer struct {
 	opt Options
 	t   tracker
 	w   *npWork // the round in progress
-	// pricesFrag charges each candidate the fragmentation it leaves (fragPrice).
-	pricesFrag bool
+	// v1 is netpack-v1: no fragmentation price (fragPrice), no locality-packing candidate, and
+	// the multi-rack DP charges an uplink only for the harm to its jobs.
+	v1 bool
 
 	free, rackFree, rackGPUs []int // scratch for npWork, reused across rounds
 	frag                     fragPrice
+	queue                    []*Job // the round's waiting jobs (Queue), in demand with the running ones
 }
+
+// Queue takes the round's waiting jobs: the demand the fragmentation price protects free blocks
+// for is theirs as well as that of jobs like the running ones.
+func (p *netpackPlacer) Queue(waiting []*Job) { p.queue = waiting }
 
 func (p *netpackPlacer) Name() string {
 	n := "netpack"
-	if !p.pricesFrag {
+	if p.v1 {
 		n += "-v1"
 	}
 	if p.opt.Mode == Separate {
@@ -55,6 +61,7 @@ type npWork struct {
 	freeSum  int
 	rackFree []int
 	noINA    bool
+	v1       bool // netpackPlacer.v1
 	// frag prices fragmentation when set (nil for netpack-v1); rackGPUs are the racks' GPUs.
 	frag     *fragPrice
 	rackGPUs []int
@@ -78,16 +85,17 @@ func (p *netpackPlacer) Begin(st *State) {
 	clear(p.rackFree)
 	p.rackGPUs = slices.Grow(p.rackGPUs[:0], len(st.Cluster.Racks))[:len(st.Cluster.Racks)]
 	clear(p.rackGPUs)
-	p.w = &npWork{c: st.Cluster, st: st, est: p.t.est, free: p.free, freeSum: st.freeSum, rackFree: p.rackFree, noINA: p.opt.NoINA,
+	p.w = &npWork{c: st.Cluster, st: st, est: p.t.est, free: p.free, freeSum: st.freeSum, rackFree: p.rackFree, noINA: p.opt.NoINA, v1: p.v1,
 		rackGPUs: p.rackGPUs}
 	for m, f := range p.w.free {
 		p.w.rackFree[st.Cluster.Machines[m].Rack] += f
 		p.w.rackGPUs[st.Cluster.Machines[m].Rack] += st.Cluster.Machines[m].GPUs
 	}
-	if p.pricesFrag {
-		p.frag.begin(p.t.est)
+	if !p.v1 {
+		p.frag.begin(p.t.est, p.queue)
 		p.w.frag = &p.frag
 	}
+	p.queue = nil // one round's
 }
 
 func (p *netpackPlacer) Place(j *Job) (Placement, bool) {
@@ -113,7 +121,7 @@ func (p *netpackPlacer) Place(j *Job) (Placement, bool) {
 		w.rackFree[w.c.Machines[wk.Machine].Rack] -= wk.GPUs
 	}
 	w.freeSum -= j.GPUs
-	if w.frag != nil {
+	if w.frag != nil && !w.frag.queued[j.ID] {
 		w.frag.add(j.GPUs) // in demand for the rest of the round, like a running job
 	}
 	p.t.pending = append(p.t.pending, j.ID)
@@ -160,6 +168,12 @@ func (w *npWork) place(j *Job) (Placement, bool) {
 			}
 		}
 	}
+	// Locality packing first (what the best baselines do): ties keep the earlier candidate, so
+	// NetPack departs from packing only where its estimate, with the fragmentation price, says
+	// another machine set is better.
+	if ws := packLocal(w.c, w.free, w.rackFree, g); ws != nil && !w.v1 {
+		consider(ws, w.psCandidates(ws, w.racksOf(ws), d))
+	}
 	// Single rack: the DP gives the best machine set for each flow count; the PS goes in the rack.
 	racks := w.racksBy(func(a, b int) bool { return w.rackFree[a] < w.rackFree[b] }, func(r int) bool { return w.rackFree[r] >= g })
 	for _, r := range racks[:min(len(racks), singleRackCandidates)] {
@@ -194,6 +208,17 @@ func spreadFullest(free []int, g int) []Worker {
 	}
 	slices.SortStableFunc(order, func(a, b MachineID) int { return free[b] - free[a] })
 	return takeInOrder(free, order, g)
+}
+
+// racksOf lists the racks of ws (workers in machine order), each once.
+func (w *npWork) racksOf(ws []Worker) []int {
+	var rs []int
+	for _, wk := range ws {
+		if r := w.c.Machines[wk.Machine].Rack; len(rs) == 0 || rs[len(rs)-1] != r {
+			rs = append(rs, r)
+		}
+	}
+	return rs
 }
 
 // racksBy lists racks passing keep, ordered by less then index.

@@ -30,6 +30,12 @@ type Placer interface {
 	End(placed []Placement) []Placement
 }
 
+// QueueAware is a Placer that wants the round's queue before Begin: every job waiting, whether or
+// not admission starts it now (NetPack prices the fragmentation a placement leaves for them).
+type QueueAware interface {
+	Queue(waiting []*Job)
+}
+
 // PriorityRule gives a job its ESA priority (Placement.Priority, the switch's priority_cap).
 // Every policy built by NewPolicy applies the same rule, so priorities never differ by policy.
 type PriorityRule int
@@ -131,6 +137,9 @@ func (c *composed) Name() string {
 
 func (c *composed) Schedule(st *State, waiting []*Job) []Placement {
 	idx := c.a.Admit(st, waiting)
+	if q, ok := c.pl.(QueueAware); ok {
+		q.Queue(waiting)
+	}
 	c.pl.Begin(st)
 	var placed []Placement
 	for _, i := range idx {

@@ -84,3 +84,17 @@ func TestMinRTOGrowsWithTheJob(t *testing.T) {
 		}
 	}
 }
+
+func TestSyntheticWithSum(t *testing.T) {
+	const n = 513
+	v, sum := make([]int32, n), make([]int64, n)
+	SyntheticWithSum(9, 3, 2, 5, 11, v, sum)
+	wantV, wantSum := make([]int32, n), make([]int64, n)
+	Synthetic(9, 3, 2, 11, wantV)
+	SyntheticSum(9, 3, 5, 11, wantSum)
+	for i := range v {
+		if v[i] != wantV[i] || sum[i] != wantSum[i] {
+			t.Fatalf("value %d: %d and sum %d, want %d and %d", i, v[i], sum[i], wantV[i], wantSum[i])
+		}
+	}
+}

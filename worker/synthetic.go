@@ -21,6 +21,17 @@ func SyntheticSum(seed uint64, job uint16, workers, iter int, out []int64) {
 	}
 }
 
+// SyntheticWithSum is Synthetic and SyntheticSum of the same values in one pass (half the hashing
+// of the two: a training loop's stand-in for compute should not crowd the all-reduce it times).
+func SyntheticWithSum(seed uint64, job uint16, rank, workers, iter int, out []int32, sum []int64) {
+	n := int64(workers)
+	for i := range out {
+		a, b := synthAB(seed, job, iter, i)
+		out[i] = int32(a + int64(rank+1)*b)
+		sum[i] = n*a + n*(n+1)/2*b
+	}
+}
+
 // synthAB returns a in [-500000, 500000] and b in [-15000, 15000]: |a + 33b| <= 1e6 for the 32
 // ranks a job may have.
 func synthAB(seed uint64, job uint16, iter, i int) (a, b int64) {

@@ -135,7 +135,11 @@ func (l *loop) run(ctx context.Context, iters int, compute time.Duration) error 
 				return ctx.Err()
 			}
 		}
-		worker.Synthetic(l.seed, l.job, l.rank, it, ints)
+		if l.seed != 0 {
+			worker.SyntheticWithSum(l.seed, l.job, l.rank, l.workers, it, ints, want)
+		} else {
+			worker.Synthetic(l.seed, l.job, l.rank, it, ints)
+		}
 		before := l.w.Snapshot()
 		t0 := time.Now()
 		var err error
@@ -160,7 +164,6 @@ func (l *loop) run(ctx context.Context, iters int, compute time.Duration) error 
 		}
 		verdict := "unchecked"
 		if l.seed != 0 {
-			worker.SyntheticSum(l.seed, l.job, l.workers, it, want)
 			n := 0
 			for i, s := range want {
 				// float32: the fixed-point sum is exact, so the result is the exact sum rounded once.

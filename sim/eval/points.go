@@ -17,13 +17,16 @@ type point struct {
 }
 
 // verdict classes a point by the rule: a loss is a mean JCT more than 1% above the best
-// baseline's; a win is a reduction whose interval lies above 0; the rest are ties.
+// baseline's (said to be not significant when its interval reaches 0); a win is a reduction whose
+// interval lies above 0; the rest are ties.
 func (pt point) verdict() string { return verdict(pt.gain) }
 
 func verdict(g ci) string {
 	switch {
-	case g.mean < -0.01:
+	case g.mean < -0.01 && g.below():
 		return "loss"
+	case g.mean < -0.01:
+		return "loss, not significant"
 	case g.above():
 		return "win"
 	case g.below():
@@ -67,13 +70,16 @@ func (rep *Report) Points(w io.Writer) error {
 }
 
 // tally counts points by verdict on the reduction g picks (NetPack's or netpack-v1's).
-func (rep *Report) tally(pts []point, g func(point) ci) (wins, ties, sigTies, losses int) {
+func (rep *Report) tally(pts []point, g func(point) ci) (wins, ties, sigTies, losses, sigLosses int) {
 	for _, pt := range pts {
 		switch v := verdict(g(pt)); v {
 		case "win":
 			wins++
-		case "loss":
+		case "loss", "loss, not significant":
 			losses++
+			if v == "loss" {
+				sigLosses++
+			}
 		default:
 			ties++
 			if v != "tie" {

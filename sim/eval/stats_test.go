@@ -27,13 +27,13 @@ func TestTInterval(t *testing.T) {
 	}
 }
 
-// Verdicts follow the rule: a loss is more than 1% worse on the mean; a win needs the
-// interval above 0.
+// Verdicts follow the rule: a loss is more than 1% worse on the mean (significant when the
+// interval lies below 0); a win needs the interval above 0.
 func TestVerdict(t *testing.T) {
 	for _, c := range []struct {
 		g    ci
 		want string
-	}{{ci{0.02, 0.01, 5}, "win"}, {ci{0.02, 0.03, 5}, "tie"}, {ci{-0.02, 0.05, 5}, "loss"},
+	}{{ci{0.02, 0.01, 5}, "win"}, {ci{0.02, 0.03, 5}, "tie"}, {ci{-0.02, 0.05, 5}, "loss, not significant"}, {ci{-0.02, 0.01, 5}, "loss"},
 		{ci{-0.005, 0.002, 5}, "tie (significantly worse, within 1%)"}} {
 		if v := verdict(c.g); v != c.want {
 			t.Errorf("verdict(%+v) = %q, want %q", c.g, v, c.want)
