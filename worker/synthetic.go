@@ -6,8 +6,9 @@ package worker
 // a_i + (r+1)*b_i, with a_i and b_i drawn per (seed, job, iter, i): different for every rank,
 // and their sum over the ranks costs one pass (SyntheticSum), however many workers there are.
 func Synthetic(seed uint64, job uint16, rank, iter int, out []int32) {
+	key := synthKey(seed, job, iter)
 	for i := range out {
-		a, b := synthAB(seed, job, iter, i)
+		a, b := synthAB(key, i)
 		out[i] = int32(a + int64(rank+1)*b)
 	}
 }
@@ -15,8 +16,9 @@ func Synthetic(seed uint64, job uint16, rank, iter int, out []int32) {
 // SyntheticSum is the exact element-wise sum of the Synthetic tensors of ranks 0..workers-1.
 func SyntheticSum(seed uint64, job uint16, workers, iter int, out []int64) {
 	n := int64(workers)
+	key := synthKey(seed, job, iter)
 	for i := range out {
-		a, b := synthAB(seed, job, iter, i)
+		a, b := synthAB(key, i)
 		out[i] = n*a + n*(n+1)/2*b
 	}
 }
@@ -25,17 +27,23 @@ func SyntheticSum(seed uint64, job uint16, workers, iter int, out []int64) {
 // of the two: a training loop's stand-in for compute should not crowd the all-reduce it times).
 func SyntheticWithSum(seed uint64, job uint16, rank, workers, iter int, out []int32, sum []int64) {
 	n := int64(workers)
+	key := synthKey(seed, job, iter)
 	for i := range out {
-		a, b := synthAB(seed, job, iter, i)
+		a, b := synthAB(key, i)
 		out[i] = int32(a + int64(rank+1)*b)
 		sum[i] = n*a + n*(n+1)/2*b
 	}
 }
 
+// synthKey is the hash of an iteration's draws: one per call, so a value costs one splitmix.
+func synthKey(seed uint64, job uint16, iter int) uint64 {
+	return splitmix(seed ^ splitmix(uint64(job)<<48^uint64(iter)<<32))
+}
+
 // synthAB returns a in [-500000, 500000] and b in [-15000, 15000]: |a + 33b| <= 1e6 for the 32
 // ranks a job may have.
-func synthAB(seed uint64, job uint16, iter, i int) (a, b int64) {
-	x := splitmix(seed ^ splitmix(uint64(job)<<48^uint64(iter)<<32^uint64(i)))
+func synthAB(key uint64, i int) (a, b int64) {
+	x := splitmix(key ^ uint64(i))
 	return int64(x%1_000_001) - 500_000, int64((x>>32)%30_001) - 15_000
 }
 

@@ -176,11 +176,18 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 		if lim := now.Add(50 * time.Millisecond); deadline.After(lim) {
 			deadline = lim // wake up for ctx and the progress timeout
 		}
-		if err := w.flush(); err != nil {
-			w.failed = true
-			return err
+		// Results that arrived together are all taken before the chunks they free go out: the
+		// queued sends leave in one system call when no result is waiting (a flush per result
+		// cost a system call per chunk, and on a machine with fewer cores than busy processes
+		// the CPU is what bounds the job).
+		k, err := w.t.Recv(w.rxbuf, now)
+		if errors.Is(err, transport.ErrTimeout) {
+			if err := w.flush(); err != nil {
+				w.failed = true
+				return err
+			}
+			k, err = w.t.Recv(w.rxbuf, deadline)
 		}
-		k, err := w.t.Recv(w.rxbuf, deadline)
 		if errors.Is(err, transport.ErrTimeout) {
 			continue
 		}

@@ -316,7 +316,7 @@ func (d *demo) summary(results map[int][]*workerResult, psLines map[int]map[stri
 		if !j.ina {
 			ina = "off"
 		}
-		fmt.Printf("demo-job: job=%d priority=%d workers=%d ina=%s iterations=%d/%d exact=%d/%d goodput_mbps=%.1f switch_completed=%d switch_collision=%d switch_preempted=%d switch_evicted=%d switch_stale=%d switch_flushed=%d switch_bypass=%d ps_results=%s ps_corrupt=%s worker_corrupt=%d status=%s\n",
+		fmt.Printf("demo-job: job=%d priority=%d workers=%d ina=%s iterations=%d/%d exact=%d/%d goodput_mbps=%.3f switch_completed=%d switch_collision=%d switch_preempted=%d switch_evicted=%d switch_stale=%d switch_flushed=%d switch_bypass=%d ps_results=%s ps_corrupt=%s worker_corrupt=%d status=%s\n",
 			id, j.priority, j.workers, ina, iters/max(1, j.workers), planned, exact, total, gp/float64(max(1, j.workers)),
 			ev["completed"], ev["collision"], ev["preempted"], ev["evicted"], ev["stale"], ev["flushed"], ev["bypass"], psRes,
 			psCorrupt, corrupt, status)
