@@ -3,7 +3,8 @@
 # order, so the rounds interleave them (A, B, C, A, B, C, ...) and a ratio is the median of the
 # ratios within a round (paired, as benchstat compares). Every row is the median with its
 # interquartile range; a ratio with a target gets a verdict only while its interquartile range is
-# within 25% of its median (else it says SPREAD). ina-bench table computes the rows.
+# within 25% of its median (else it says SPREAD). ina-bench table computes the rows; ina-bench
+# agree A.md B.md says which figures of two runs (BENCH_OUT files) have overlapping ranges.
 #   - forwarding: the same closed-loop ring sender (64-byte IPv4, 64 in flight per host) through a
 #     bare ring forwarder (this machine's veth limit), the reference switch and BMv2 (the fast build
 #     in /opt/p4-perf where installed), 1 port hairpin and 4 ports (ina-bench forward): the raw

@@ -4,6 +4,7 @@
 //	ina-bench path -workers 4 -window 64 -duration 2s
 //	ina-bench tail DIR
 //	ina-bench table SAMPLES ROWS
+//	ina-bench agree A.md B.md
 //
 // forward creates veth pairs (named after -prefix), and for 1 port (hairpin) and 4 ports (each
 // sending to the next) runs the same closed-loop sender (64-byte IPv4 frames, -window frames in
@@ -25,6 +26,9 @@
 // (over 1.5x p50) waited on the retransmission timer, a fast retransmission or a window cut.
 //
 // table prints make bench's table from "key round value" samples and row specs (table.go).
+//
+// agree compares two make bench tables (BENCH_OUT files) figure by figure, value and ratio of
+// every row: they agree on a figure when their interquartile ranges overlap (agree.go).
 package main
 
 import (
@@ -81,6 +85,14 @@ func main() {
 	if len(os.Args) == 4 && os.Args[1] == "table" {
 		if err := tableFiles(os.Args[2], os.Args[3]); err != nil {
 			fmt.Fprintf(os.Stderr, "ina-bench table: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) == 4 && os.Args[1] == "agree" {
+		// Two make bench tables (BENCH_OUT), figure by figure: do their spreads overlap?
+		if err := agreeFiles(os.Args[2], os.Args[3]); err != nil {
+			fmt.Fprintf(os.Stderr, "ina-bench agree: %v\n", err)
 			os.Exit(1)
 		}
 		return
