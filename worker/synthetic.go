@@ -41,10 +41,12 @@ func synthKey(seed uint64, job uint16, iter int) uint64 {
 }
 
 // synthAB returns a in [-500000, 500000] and b in [-15000, 15000]: |a + 33b| <= 1e6 for the 32
-// ranks a job may have.
+// ranks a job may have. One multiply mixes the index into the iteration's key (Fibonacci
+// hashing; the key is well mixed already) and two take the ranges from its high bits, so that the
+// training loop's stand-in for compute stays small beside the all-reduce it times.
 func synthAB(key uint64, i int) (a, b int64) {
-	x := splitmix(key ^ uint64(i))
-	return int64(x%1_000_001) - 500_000, int64((x>>32)%30_001) - 15_000
+	x := (key ^ uint64(i)) * 0x9e3779b97f4a7c15
+	return int64((x>>32)*1_000_001>>32) - 500_000, int64((x&0xffffffff)*30_001>>32) - 15_000
 }
 
 // splitmix is SplitMix64's output function: a fast, well-mixed hash of x.
