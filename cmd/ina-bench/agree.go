@@ -57,9 +57,9 @@ func readTable(r io.Reader) (keys []string, figs map[string]figure, err error) {
 		if len(cols) < 4 || cols[0] == "measurement" {
 			continue
 		}
-		ref := cols[2]
-		if i := strings.IndexAny(ref, "0123456789"); i > 0 {
-			ref = strings.TrimSpace(ref[:i])
+		ref := cols[2] // "the path's limit 109 Mbit/s (106-127)": its name is what precedes the figure
+		if m := figureRE.FindStringSubmatchIndex(ref); m != nil {
+			ref = strings.TrimSpace(ref[:m[2]])
 		}
 		for _, c := range []struct{ what, col string }{{"value", cols[1]}, {"ratio to " + ref, cols[3]}} {
 			f, ok := parseFigure(c.col)

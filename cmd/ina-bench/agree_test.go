@@ -33,6 +33,7 @@ func TestAgree(t *testing.T) {
 		"0.87 (0.77-0.95) | 0.62 (0.59-0.66)  DIFFER",
 		"3.71 (3.50-3.95) | 3.80 (3.60-3.90)  agree, medians inside each other's IQR",
 		"all-reduce goodput/worker, 4 workers: ref: ratio to target ",
+		"all-reduce goodput/worker, 4 workers: ref: ratio to the path's limit ",
 		"agree: 5 of 7 figures' interquartile ranges overlap",
 	} {
 		if !strings.Contains(out.String(), want) {
