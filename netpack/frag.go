@@ -13,9 +13,10 @@ import "slices"
 //
 // with w(s) the share of the GPUs in demand that come in jobs of s GPUs. The demand is the GPUs
 // of the jobs running now (GPUs freed by finishing jobs are asked for again by jobs like them),
-// of the jobs waiting in the round's queue (asking now) and of the job being placed. A placement is charged F after it minus F before it, so filling a
-// fragment (best fit) is rewarded and breaking a block that the queue's large jobs need costs
-// the GPUs it strands. Jobs larger than a rack span racks whatever is left, so they add nothing.
+// of the jobs waiting in the round's queue (asking now) and of the job being placed. A placement
+// is charged F after it minus F before it, so filling a fragment (best fit) is rewarded and
+// breaking a block that the queue's large jobs need costs the GPUs it strands. Jobs larger than
+// a rack span racks whatever is left, so they add nothing.
 type fragPrice struct {
 	sizes []int     // distinct job sizes in demand, ascending
 	gpus  []float64 // GPUs in demand per size (not yet normalised by total)
@@ -37,11 +38,11 @@ func (f *fragPrice) begin(e *Estimator, waiting []*Job) {
 		f.gpus = append(f.gpus, float64(e.sizeGPUs[g]))
 		f.total += float64(e.sizeGPUs[g])
 	}
+	if f.queued == nil {
+		f.queued = map[string]bool{}
+	}
 	clear(f.queued)
 	for _, j := range waiting {
-		if f.queued == nil {
-			f.queued = map[string]bool{}
-		}
 		if j != nil && j.GPUs > 0 && !f.queued[j.ID] {
 			f.queued[j.ID] = true
 			f.add(j.GPUs)

@@ -171,8 +171,10 @@ func (w *npWork) place(j *Job) (Placement, bool) {
 	// Locality packing first (what the best baselines do): ties keep the earlier candidate, so
 	// NetPack departs from packing only where its estimate, with the fragmentation price, says
 	// another machine set is better.
-	if ws := packLocal(w.c, w.free, w.rackFree, g); ws != nil && !w.v1 {
-		consider(ws, w.psCandidates(ws, w.racksOf(ws), d))
+	if !w.v1 {
+		if ws := packLocal(w.c, w.free, w.rackFree, g); ws != nil {
+			consider(ws, w.psCandidates(ws, w.racksOf(ws), d))
+		}
 	}
 	// Single rack: the DP gives the best machine set for each flow count; the PS goes in the rack.
 	racks := w.racksBy(func(a, b int) bool { return w.rackFree[a] < w.rackFree[b] }, func(r int) bool { return w.rackFree[r] >= g })

@@ -35,7 +35,7 @@ func SyntheticWithSum(seed uint64, job uint16, rank, workers, iter int, out []in
 	}
 }
 
-// synthKey is the hash of an iteration's draws: one per call, so a value costs one splitmix.
+// synthKey is the hash of an iteration's draws, one per call: a value then costs one multiply.
 func synthKey(seed uint64, job uint16, iter int) uint64 {
 	return splitmix(seed ^ splitmix(uint64(job)<<48^uint64(iter)<<32))
 }
