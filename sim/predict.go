@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -92,7 +93,7 @@ func Predict(c *netpack.Cluster, mix []MixJob, n Network) ([]Outcome, error) {
 		js[i] = &pj{i: i, left: float64(mix[i].Placement.Job.Iterations), net: !isLocal(mix[i].Placement), bneck: map[string]float64{}}
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(mix[a].Start, mix[b].Start) })
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(mix[a].Start, mix[b].Start) })
 	now, next, done := 0.0, 0, 0
 	var active []*pj
 	refresh := func() {

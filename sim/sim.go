@@ -6,6 +6,7 @@
 package sim
 
 import (
+	"cmp"
 	"container/heap"
 	"errors"
 	"fmt"
@@ -49,7 +50,7 @@ func Run(cfg Config, jobs []*netpack.Job) (*Result, error) {
 	if err := cfg.Network.Validate(); err != nil {
 		return nil, err
 	}
-	if !slices.IsSortedFunc(jobs, func(a, b *netpack.Job) int { return cmpFloat(a.Submit, b.Submit) }) {
+	if !slices.IsSortedFunc(jobs, func(a, b *netpack.Job) int { return cmp.Compare(a.Submit, b.Submit) }) {
 		return nil, errors.New("sim: jobs must be sorted by submit time")
 	}
 	seen := make(map[string]bool, len(jobs))
@@ -67,16 +68,6 @@ func Run(cfg Config, jobs []*netpack.Job) (*Result, error) {
 		return nil, err
 	}
 	return s.result(), nil
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // physical is the cluster the network model runs on: c, without INA memory when ina is false.

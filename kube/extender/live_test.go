@@ -188,11 +188,11 @@ func countsPodsBeingBound(ctx context.Context, t *testing.T, e *env) {
 	if err != nil {
 		t.Fatalf("gang a's pods never reached bind: %v", err)
 	}
-	assertNoneBound(ctx, t, api, a)
+	kubetest.NoneBound(ctx, t, api.Client, a)
 	kubetest.Fatal(t, kubetest.Submit(ctx, api.Client, b))
 	bNodes, err := kubetest.WaitBound(ctx, api.Client, b, 60*time.Second)
 	kubetest.Fatal(t, err)
-	assertNoneBound(ctx, t, api, a) // b was planned while a was invisible in the API
+	kubetest.NoneBound(ctx, t, api.Client, a) // b was planned while a was invisible in the API
 	e.hold("binding", "a", false)
 	aNodes, err := kubetest.WaitBound(ctx, api.Client, a, 60*time.Second)
 	kubetest.Fatal(t, err)
@@ -218,15 +218,6 @@ func cannotFit(ctx context.Context, t *testing.T, e *env) {
 		kubetest.Fatal(t, err)
 		t.Logf("gang %s pending because: %s", big.Name, why)
 		time.Sleep(2 * time.Second) // kube-scheduler retries; none of its pods may bind meanwhile
-		assertNoneBound(ctx, t, api, big)
-	}
-}
-
-func assertNoneBound(ctx context.Context, t *testing.T, api *kubetest.API, j kubetest.Job) {
-	t.Helper()
-	bound, err := kubetest.Bound(ctx, api.Client, j)
-	kubetest.Fatal(t, err)
-	if len(bound) > 0 {
-		t.Errorf("pods bound of a gang that may not run (yet): %v", bound)
+		kubetest.NoneBound(ctx, t, api.Client, big)
 	}
 }

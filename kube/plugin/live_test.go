@@ -74,7 +74,7 @@ func TestGangTooLargeStaysPending(t *testing.T) {
 	why, err := kubetest.WaitPending(ctx, api.Client, j, "12 GPUs", 20*time.Second)
 	kubetest.Fatal(t, err)
 	t.Logf("pending because: %s", why)
-	assertNoneBound(ctx, t, api, j)
+	kubetest.NoneBound(ctx, t, api.Client, j)
 }
 
 // TestGangNeverCompleteStaysPending: a gang whose minimum is never met binds no pod.
@@ -85,16 +85,7 @@ func TestGangNeverCompleteStaysPending(t *testing.T) {
 			PodGroup: pg, MinCount: 3, SchedulerName: "inapack-scheduler"}
 		kubetest.Fatal(t, kubetest.Submit(ctx, api.Client, j))
 		time.Sleep(3 * time.Second)
-		assertNoneBound(ctx, t, api, j)
-	}
-}
-
-func assertNoneBound(ctx context.Context, t *testing.T, api *kubetest.API, j kubetest.Job) {
-	t.Helper()
-	bound, err := kubetest.Bound(ctx, api.Client, j)
-	kubetest.Fatal(t, err)
-	if len(bound) > 0 {
-		t.Errorf("pods bound of a gang that cannot run whole: %v", bound)
+		kubetest.NoneBound(ctx, t, api.Client, j)
 	}
 }
 

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -172,7 +173,7 @@ func ranking(xs []float64) []float64 {
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmpFloat(xs[a], xs[b]) })
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(xs[a], xs[b]) })
 	r := make([]float64, len(xs))
 	for k := 0; k < len(idx); {
 		e := k
@@ -185,16 +186,6 @@ func ranking(xs []float64) []float64 {
 		k = e + 1
 	}
 	return r
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // spearman is Spearman's rho: Pearson's r of the two rankings (ties at their mean rank).

@@ -47,18 +47,8 @@ func NodesFromTopology(t *topology.Topology, unlabelled ...string) ([]*v1.Node, 
 			out = append(out, Node(pair[0], h.GPUs, labels, ann))
 		}
 	}
-	slices.SortFunc(out, func(a, b *v1.Node) int { return cmpString(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b *v1.Node) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Node is a ready node with gpus GPUs and room for many pods.
@@ -234,4 +224,14 @@ func Bound(ctx context.Context, cs kubernetes.Interface, j Job) ([]string, error
 		}
 	}
 	return bound, nil
+}
+
+// NoneBound fails t if any pod of j is bound: a gang that may not run (yet) binds none.
+func NoneBound(ctx context.Context, t testing.TB, cs kubernetes.Interface, j Job) {
+	t.Helper()
+	bound, err := Bound(ctx, cs, j)
+	Fatal(t, err)
+	if len(bound) > 0 {
+		t.Errorf("pods bound of gang %s, which may not run whole (yet): %v", j.Name, bound)
+	}
 }
