@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"math/bits"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -106,6 +105,11 @@ type Config struct {
 	Validations []*Validation
 	// Packets is the policies' comparison on an emulated cluster (LoadPackets), shown in section 11.
 	Packets *Packets
+	// VerdictHalfWidth and VerdictSeeds: a comparison point whose interval of NetPack against its
+	// best baseline is wider than ±VerdictHalfWidth and excludes 0 on neither side is rerun for
+	// those two policies under more seeds, up to VerdictSeeds in all (verdict.go; 0: never).
+	VerdictHalfWidth float64
+	VerdictSeeds     int
 }
 
 // DefaultConfig is what `make evaluation` runs on a trace.
@@ -113,7 +117,7 @@ func DefaultConfig(tr *trace.Trace, name string) Config {
 	return Config{Trace: tr, TraceName: name, Paper: Paper, Legacy: Legacy, Interval: 60,
 		Loads: []float64{0.5, 0.7, 0.9, 1.1}, Memories: []float64{16 << 10, 64 << 10, 256 << 10}, GPUs: []int{2, 4, 8},
 		Oversubs: []float64{1, 4, 8}, Sizes: []int{100, 300, 1000, 3000, 10000}, SizeRack: 25, SizeJobs: 1000,
-		SynthJobs: 2500, Seeds: []uint64{1, 2, 3, 4, 5}, JitterSec: 300, Grid: DefaultGrid}
+		SynthJobs: 2500, Seeds: []uint64{1, 2, 3, 4, 5}, JitterSec: 300, Grid: DefaultGrid, VerdictHalfWidth: 0.025, VerdictSeeds: 100}
 }
 
 // Grid is a two-level factorial over five settings around Base: INA memory per ToR, gradient
@@ -176,6 +180,9 @@ type Run struct {
 	Results []*sim.Result   // the first seed's, for the per-job figures (CDFs, "why")
 	Seeds   [][]*sim.Result // [seed][policy]; Seeds[0] is Results
 	Wall    time.Duration
+	// Verdict holds the mean JCTs of netpack and the best baseline under every seed of the
+	// verdict, Seeds' first, when refine added seeds (nil otherwise).
+	Verdict map[string][]float64
 }
 
 // Result returns a policy's result under the first seed (nil if absent).
@@ -478,10 +485,6 @@ func Evaluate(cfg Config) (*Report, error) {
 		runs[i].Results = runs[i].Seeds[0]
 	}
 	sort.SliceStable(tasks, func(a, b int) bool { return tasks[a].cost > tasks[b].cost })
-	workers := cfg.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
 	var mu sync.Mutex
 	var firstErr error
 	left := make([]int, len(es))
@@ -489,65 +492,56 @@ func Evaluate(cfg Config) (*Report, error) {
 		left[i] = ns * len(e.policies)
 	}
 	start := make([]time.Time, len(es))
-	next := make(chan task)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for t := range next {
-				e := es[t.e]
-				prep[t.e][t.s].Do(func() {
-					mu.Lock()
-					if start[t.e].IsZero() {
-						start[t.e] = time.Now()
-					}
-					mu.Unlock()
-					w, off, sc, err := cfg.workload(e, cfg.Seeds[t.s])
-					ws[t.e][t.s], perr[t.e][t.s] = w, err
-					if err == nil && t.s == 0 {
-						runs[t.e].Offered, runs[t.e].Scale = off, sc
-						runs[t.e].Jobs, runs[t.e].TooBig = len(w.Jobs), len(w.TooBig)
-					}
-				})
-				if err := perr[t.e][t.s]; err != nil {
-					mu.Lock()
-					firstErr = cmpErr(firstErr, fmt.Errorf("%s, seed %d: %w", e.label, cfg.Seeds[t.s], err))
-					mu.Unlock()
-					continue
-				}
-				p := e.policies[t.p]
-				t0 := time.Now()
-				// The estimator is measured under the first seed only: section 6 reports one run.
-				res, err := ws[t.e][t.s].RunEstimating(p, e.estimate && p == "netpack" && t.s == 0, nil)
-				if cfg.Verbose {
-					cfg.logf("run:  %-62s seed %-3d %-14s %6.2f s", e.label, cfg.Seeds[t.s], p, time.Since(t0).Seconds())
-				}
-				mu.Lock()
-				if err != nil {
-					firstErr = cmpErr(firstErr, fmt.Errorf("%s, seed %d, %s: %w", e.label, cfg.Seeds[t.s], p, err))
-				} else {
-					runs[t.e].Seeds[t.s][t.p] = res
-				}
-				if left[t.e]--; left[t.e] == 0 {
-					runs[t.e].Wall = time.Since(start[t.e])
-					cfg.logf("eval: %-62s %5d jobs x %d seeds %7.1f s", e.label, runs[t.e].Jobs, ns, runs[t.e].Wall.Seconds())
-				}
-				mu.Unlock()
+	parallel(cfg.Workers, len(tasks), func(i int) {
+		t := tasks[i]
+		e := es[t.e]
+		prep[t.e][t.s].Do(func() {
+			mu.Lock()
+			if start[t.e].IsZero() {
+				start[t.e] = time.Now()
 			}
-		}()
-	}
-	for _, t := range tasks {
-		next <- t
-	}
-	close(next)
-	wg.Wait()
+			mu.Unlock()
+			w, off, sc, err := cfg.workload(e, cfg.Seeds[t.s])
+			ws[t.e][t.s], perr[t.e][t.s] = w, err
+			if err == nil && t.s == 0 {
+				runs[t.e].Offered, runs[t.e].Scale = off, sc
+				runs[t.e].Jobs, runs[t.e].TooBig = len(w.Jobs), len(w.TooBig)
+			}
+		})
+		if err := perr[t.e][t.s]; err != nil {
+			mu.Lock()
+			firstErr = cmpErr(firstErr, fmt.Errorf("%s, seed %d: %w", e.label, cfg.Seeds[t.s], err))
+			mu.Unlock()
+			return
+		}
+		p := e.policies[t.p]
+		t0 := time.Now()
+		// The estimator is measured under the first seed only: section 6 reports one run.
+		res, err := ws[t.e][t.s].RunEstimating(p, e.estimate && p == "netpack" && t.s == 0, nil)
+		if cfg.Verbose {
+			cfg.logf("run:  %-62s seed %-3d %-14s %6.2f s", e.label, cfg.Seeds[t.s], p, time.Since(t0).Seconds())
+		}
+		mu.Lock()
+		if err != nil {
+			firstErr = cmpErr(firstErr, fmt.Errorf("%s, seed %d, %s: %w", e.label, cfg.Seeds[t.s], p, err))
+		} else {
+			runs[t.e].Seeds[t.s][t.p] = res
+		}
+		if left[t.e]--; left[t.e] == 0 {
+			runs[t.e].Wall = time.Since(start[t.e])
+			cfg.logf("eval: %-62s %5d jobs x %d seeds %7.1f s", e.label, runs[t.e].Jobs, ns, runs[t.e].Wall.Seconds())
+		}
+		mu.Unlock()
+	})
 	if firstErr != nil {
 		return nil, firstErr
 	}
 	for _, r := range runs {
 		rep.Runs[r.Key] = r
 		rep.Order = append(rep.Order, r.Key)
+	}
+	if err := rep.refine(es); err != nil {
+		return nil, err
 	}
 	if len(cfg.Only) > 0 {
 		return rep, nil // a partial evaluation has no report, so no plots

@@ -2,8 +2,10 @@ package eval
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,7 +28,7 @@ func small(t *testing.T, dir string, workers int) (*Report, string) {
 	cfg.Oversubs = []float64{1, 4}
 	cfg.Sizes, cfg.SizeRack, cfg.SizeJobs, cfg.SynthJobs = []int{8, 16}, 4, 30, 40
 	cfg.ImgDir, cfg.ImgLink, cfg.Workers = filepath.Join(dir, "img"), "img", workers
-	cfg.Seeds = []uint64{1, 2}
+	cfg.Seeds, cfg.VerdictSeeds = []uint64{1, 2}, 12
 	cfg.Grid.Base.Racks, cfg.Grid.Base.Machines, cfg.Grid.Jobs = 2, 4, 30
 	return evaluate(t, cfg)
 }
@@ -70,6 +72,37 @@ func TestEvaluateSmall(t *testing.T) {
 				t.Error(err)
 			}
 		}
+	}
+}
+
+// Each open verdict gets more seeds until it closes or has VerdictSeeds: the rerun extends the
+// experiment's own seeds and the verdict is taken over all of them.
+func TestRefine(t *testing.T) {
+	rep, md := small(t, t.TempDir(), 0)
+	refined := 0
+	for _, pt := range rep.points() {
+		r, g := pt.run, pt.gain
+		if open(g, rep.Cfg.VerdictHalfWidth) && g.n < rep.Cfg.VerdictSeeds {
+			t.Errorf("%s: verdict %s over %d seeds left open", r.Label, pctCI(g), g.n)
+		}
+		if g.n > rep.Cfg.VerdictSeeds || (g.n > len(rep.Cfg.Seeds) && (g.n-len(rep.Cfg.Seeds))%verdictBatch != 0 && g.n != rep.Cfg.VerdictSeeds) {
+			t.Errorf("%s: %d seeds", r.Label, g.n)
+		}
+		if g.n == len(rep.Cfg.Seeds) {
+			continue
+		}
+		refined++
+		for _, p := range []string{"netpack", pt.best} {
+			if got, want := r.Verdict[p][:len(rep.Cfg.Seeds)], r.perSeed(p, meanJCT); !slices.Equal(got, want) {
+				t.Errorf("%s, %s: the verdict's first seeds %v are not the experiment's %v", r.Label, p, got, want)
+			}
+		}
+		if !strings.Contains(md, fmt.Sprintf("| %s | %d |", pctCI(g), g.n)) {
+			t.Errorf("%s: section 9 lacks the verdict over %d seeds", r.Label, g.n)
+		}
+	}
+	if refined == 0 {
+		t.Error("no verdict was refined (2 seeds leave every interval wide)")
 	}
 }
 

@@ -8,7 +8,8 @@ import (
 )
 
 // point is one comparison of NetPack against the baselines under one admission rule: NetPack's
-// and its earlier version's reductions of mean JCT against the best baseline, paired by seed.
+// and its earlier version's reductions of mean JCT against the best baseline, paired by seed
+// (NetPack's over the verdict's seeds, verdict.go).
 type point struct {
 	run       *Run
 	best      string
@@ -37,7 +38,7 @@ func verdict(g ci) string {
 
 func (rep *Report) pointOf(r *Run) point {
 	bb := r.BestBaseline()
-	pt := point{run: r, best: bb, gain: r.GainCI(bb), old: r.GainOfCI("netpack-v1", bb), newVsOld: r.GainOfCI("netpack", "netpack-v1")}
+	pt := point{run: r, best: bb, gain: r.verdictGain(bb), old: r.GainOfCI("netpack-v1", bb), newVsOld: r.GainOfCI("netpack", "netpack-v1")}
 	return pt
 }
 
@@ -56,10 +57,10 @@ func (rep *Report) allPoints() []point {
 
 // Points prints the comparison points as a plain table (netpack evaluate --only).
 func (rep *Report) Points(w io.Writer) error {
-	fmt.Fprintf(w, "%-62s %-13s %8s %8s %-18s %-18s %-18s %s\n", "experiment", "best", "best h", "netpack", "netpack vs best", "netpack-v1 vs best", "netpack vs v1", "verdict")
+	fmt.Fprintf(w, "%-62s %-13s %8s %8s %-18s %5s %-18s %-18s %s\n", "experiment", "best", "best h", "netpack", "netpack vs best", "seeds", "netpack-v1 vs best", "netpack vs v1", "verdict")
 	for _, pt := range rep.allPoints() {
-		fmt.Fprintf(w, "%-62s %-13s %8s %8s %-18s %-18s %-18s %s\n", pt.run.Label, pt.best, hours(pt.run.Mean(pt.best)), hours(pt.run.Mean("netpack")),
-			pctCI(pt.gain), pctCI(pt.old), pctCI(pt.newVsOld), pt.verdict())
+		fmt.Fprintf(w, "%-62s %-13s %8s %8s %-18s %5d %-18s %-18s %s\n", pt.run.Label, pt.best, hours(pt.run.Mean(pt.best)), hours(pt.run.Mean("netpack")),
+			pctCI(pt.gain), pt.gain.n, pctCI(pt.old), pctCI(pt.newVsOld), pt.verdict())
 		if rep.Cfg.Verbose {
 			for _, pol := range rep.policies() {
 				fmt.Fprintf(w, "    %-14s %s h, queue %s h\n", pol, hoursCI(pt.run.MeanCI(pol)), hours(pt.run.avg(pol, func(x *sim.Result) float64 { return x.Summary.MeanQueue })))

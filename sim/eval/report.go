@@ -104,7 +104,8 @@ func (rep *Report) summary(p func(string, ...any)) {
 	bb := main.BestBaseline()
 	p("## Summary\n\n")
 	p("Every figure is a mean over %d seeds (each draws the trace's model assignment and arrival jitter, or the synthetic workload, afresh) ", len(rep.Cfg.Seeds))
-	p("with its 95%% Student-t interval (±); comparisons of policies are paired by seed, and a difference is *significant* when its interval excludes zero.\n\n")
+	p("with its 95%% Student-t interval (±); comparisons of policies are paired by seed, and a difference is *significant* when its interval excludes zero. ")
+	p("The verdicts of section 9 (NetPack against the best baseline at each comparison point) add seeds where %d leave the interval wider than ±%.1f%% and undecided.\n\n", len(rep.Cfg.Seeds), 100*rep.Cfg.VerdictHalfWidth)
 	p("- **Placement, paper setting, equal admission:** NetPack's mean JCT is %s the best baseline's (%s; %s) and %s the baselines' on average (%s).\n",
 		relCI(main.GainCI(bb)), bb, sigWords(main.GainCI(bb)), relCI(rep.meanGainCI(main)), sigWords(rep.meanGainCI(main)))
 	p("- **NetPack now against NetPack before (netpack-v1), paper setting:** %s (%s); netpack-v1 against %s: %s.\n",
@@ -261,7 +262,7 @@ func (rep *Report) setup(p func(string, ...any)) {
 	p("- **Seeds:** every experiment runs under seeds %s. A seed draws each trace job's model (a hash of the seed and the job id) and moves each trace arrival by a uniform draw in ±%.0f s before the arrivals are compressed (the order of arrivals minutes apart is incidental to a trace); for the synthetic workloads it draws the whole trace. ",
 		rep.seedList(), cfg.JitterSec)
 	p("Figures are means over the seeds with 95%% Student-t intervals (t with seeds − 1 degrees of freedom); a comparison of two policies, or of two settings, is paired by seed (the interval of the per-seed differences). ")
-	p("Per-job figures (CDFs, the \"why\" columns, the estimator's error) are the first seed's.\n")
+	p("Per-job figures (CDFs, the \"why\" columns, the estimator's error) are the first seed's. Section 9's verdicts may add seeds (it says how many and why).\n")
 	p("- **Models:** the explainer's \"standard image models\"; each job gets one of them by a hash of the seed and its id (uniform, independent of size; the trace has no model names). ")
 	p("Parameters from the reference implementations, iteration times from TensorFlow's published tf_cnn_benchmarks on one NVIDIA Tesla P100 (DGX-1, synthetic data, May 2017):\n\n")
 	p("| model | parameters | gradient MB | batch/GPU | iteration s (P100) | compute-bound flow Gbit/s |\n|---|---:|---:|---:|---:|---:|\n")
@@ -479,12 +480,16 @@ func (rep *Report) pointsSection(p func(string, ...any)) {
 	p("for the sizes of the running and queued jobs, says another placement is better (netpack README, \"Fragmentation\"); netpack-v1 is the placer without either ")
 	p("(the NetPack of issue 15). Reductions of mean JCT against the best baseline of each point (the baseline with the lowest mean over the seeds), ")
 	p("paired by seed, with 95%% intervals. Verdict on netpack: *win* when the interval lies above 0, *loss* when its mean JCT is more than 1%% above the best baseline's, ")
-	p("*tie* otherwise (*tie, significantly worse* when the interval lies below 0 but the mean is within 1%%).\n\n")
-	p("| setting | best baseline | its mean JCT h | netpack h | netpack vs best | netpack-v1 vs best | netpack vs netpack-v1 | verdict |\n|---|---|---:|---:|---:|---:|---:|---|\n")
+	p("*tie* otherwise (*tie, significantly worse* when the interval lies below 0 but the mean is within 1%%). ")
+	p("A verdict whose interval is wider than ±%.1f%% and excludes 0 on neither side is open: the point is rerun for netpack and its best baseline under %d more seeds at a time ", 100*rep.Cfg.VerdictHalfWidth, verdictBatch)
+	p("(%d, %d, ...), the same for every point, until it closes or has %d (column *seeds*); the rule looks at the interval's width, never at which way the mean leans. ", slices.Max(rep.Cfg.Seeds)+1, slices.Max(rep.Cfg.Seeds)+2, rep.Cfg.VerdictSeeds)
+	p("Every other column and section keeps the %d seeds of the experiment. ", len(rep.Cfg.Seeds))
+	p("Where the queue grows all week (offered load above 1), a run's mean JCT turns on small differences early on, and a few seeds cannot tell 1%%.\n\n")
+	p("| setting | best baseline | its mean JCT h | netpack h | netpack vs best | seeds | netpack-v1 vs best | netpack vs netpack-v1 | verdict |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, pt := range pts {
 		r := pt.run
-		p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Label, pt.best, hoursCI(r.MeanCI(pt.best)), hoursCI(r.MeanCI("netpack")),
-			pctCI(pt.gain), pctCI(pt.old), pctCI(pt.newVsOld), pt.verdict())
+		p("| %s | %s | %s | %s | %s | %d | %s | %s | %s |\n", r.Label, pt.best, hoursCI(r.MeanCI(pt.best)), hoursCI(r.MeanCI("netpack")),
+			pctCI(pt.gain), pt.gain.n, pctCI(pt.old), pctCI(pt.newVsOld), pt.verdict())
 	}
 	var worse []point
 	for _, pt := range pts {

@@ -41,6 +41,20 @@ func TestVerdict(t *testing.T) {
 	}
 }
 
+// A verdict stays open only while its interval is wide and reaches 0 on both sides: which way
+// the mean leans does not matter.
+func TestOpen(t *testing.T) {
+	for _, c := range []struct {
+		g    ci
+		want bool
+	}{{ci{0.01, 0.05, 5}, true}, {ci{-0.01, 0.05, 5}, true}, {ci{0.06, 0.05, 5}, false}, {ci{-0.06, 0.05, 5}, false},
+		{ci{-0.01, 0.02, 40}, false}, {ci{0.01, 0.02, 40}, false}, {ci{0, math.NaN(), 1}, false}} {
+		if got := open(c.g, 0.025); got != c.want {
+			t.Errorf("open(%+v) = %v, want %v", c.g, got, c.want)
+		}
+	}
+}
+
 // A packets summary loads, is rejected when malformed, and section 11.1 ranks the policies both
 // ways with Spearman's rho.
 func TestPackets(t *testing.T) {
