@@ -44,8 +44,15 @@ var integrityWeights = func() (w [NumValues]int64) {
 // product is below 2^31 * 2^26 in magnitude, so each accumulator's 16 stay below 2^61 and their
 // total below 2^63: no overflow before the one reduction mod p.
 
-// weighted is the weighted sum of a packet's K big-endian values.
-func weighted(b *[4 * NumValues]byte) int64 {
+// weighted is the weighted sum of a packet's K big-endian values, and weightedValues that of
+// decoded values: the portable loops below, or AVX2 kernels where the CPU has them
+// (integrity_amd64.s, swapped in at init).
+var (
+	weighted       = weightedGeneric
+	weightedValues = weightedValuesGeneric
+)
+
+func weightedGeneric(b *[4 * NumValues]byte) int64 {
 	var s0, s1, s2, s3 int64
 	for i := 0; i < NumValues; i += 4 {
 		q := (*[16]byte)(b[4*i:])
@@ -59,8 +66,7 @@ func weighted(b *[4 * NumValues]byte) int64 {
 	return s0 + s1 + s2 + s3
 }
 
-// weightedValues is weighted for decoded values.
-func weightedValues(v *[NumValues]int32) int64 {
+func weightedValuesGeneric(v *[NumValues]int32) int64 {
 	var s0, s1, s2, s3 int64
 	for i := 0; i < NumValues; i += 4 {
 		x := (*[4]int32)(v[i:])

@@ -1,0 +1,28 @@
+//go:build !purego
+
+package wire
+
+import "golang.org/x/sys/cpu"
+
+func init() {
+	if cpu.X86.HasAVX2 {
+		weighted = func(b *[4 * NumValues]byte) int64 { return weightedAVX2(b, &integrityWeightsAVX2) }
+		weightedValues = func(v *[NumValues]int32) int64 { return weightedValuesAVX2(v, &integrityWeightsAVX2) }
+	}
+}
+
+// integrityWeightsAVX2 is integrityWeights in the order the kernels read them: for each 8 values,
+// the weights of the even ones, then of the odd ones.
+var integrityWeightsAVX2 = func() (w [NumValues]int64) {
+	for i, x := range integrityWeights {
+		blk, j := i/8, i%8
+		w[8*blk+j%2*4+j/2] = x
+	}
+	return w
+}()
+
+//go:noescape
+func weightedAVX2(b *[4 * NumValues]byte, w *[NumValues]int64) int64
+
+//go:noescape
+func weightedValuesAVX2(v *[NumValues]int32, w *[NumValues]int64) int64
