@@ -208,7 +208,7 @@ func TestWeightedKernels(t *testing.T) {
 			case 2:
 				v[i] = int32(rng.IntN(1000) - 500)
 			default:
-				v[i] = math.MinInt32 + int32(n%2)*-1 // every lane at one extreme
+				v[i] = []int32{math.MinInt32, math.MaxInt32}[n/4%2] // every lane at one extreme
 			}
 		}
 		if got, want := weighted(pack(&v)), weightedGeneric(pack(&v)); got != want {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/bits"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -547,6 +548,29 @@ func Evaluate(cfg Config) (*Report, error) {
 		return rep, nil // a partial evaluation has no report, so no plots
 	}
 	return rep, rep.plots()
+}
+
+// parallel calls f(0..n-1) on up to workers goroutines (0: GOMAXPROCS).
+func parallel(workers, n int, f func(int)) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 // cmpErr keeps the first error by message order, so a failing evaluation reports the same error

@@ -2,9 +2,7 @@ package eval
 
 import (
 	"fmt"
-	"runtime"
 	"slices"
-	"sync"
 	"time"
 )
 
@@ -104,27 +102,4 @@ func (rep *Report) refine(es []exp) error {
 		}
 		cfg.logf("verdict: %d open point(s), %d more seed(s) each at most, %.1f s", len(points), verdictBatch, time.Since(t0).Seconds())
 	}
-}
-
-// parallel calls f(0..n-1) on up to workers goroutines (0: GOMAXPROCS).
-func parallel(workers, n int, f func(int)) {
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(workers, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				f(i)
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
 }
