@@ -2,9 +2,11 @@
 # make bench: BENCH_REPS (5) rounds; each round takes one sample of every measurement, in the same
 # order, so the rounds interleave them (A, B, C, A, B, C, ...) and a ratio is the median of the
 # ratios within a round (paired, as benchstat compares). Every row is the median with its
-# interquartile range; a ratio with a target gets a verdict only while its interquartile range is
-# within 25% of its median (else it says SPREAD). ina-bench table computes the rows; ina-bench
-# agree A.md B.md says which figures of two runs (BENCH_OUT files) have overlapping ranges.
+# distribution-free confidence interval (for 5 rounds their range, 94%, as benchstat's); a ratio
+# with a target is met or missed only when its whole interval lies on one side of the target (else
+# OPEN), and only while the interval is within 50% of its median (else SPREAD). ina-bench table
+# computes the rows; ina-bench agree A.md B.md says which figures of two runs (BENCH_OUT files)
+# have overlapping intervals, and whether the host itself changed speed between them.
 #   - forwarding: the same closed-loop ring sender (64-byte IPv4, 64 in flight per host) through a
 #     bare ring forwarder (this machine's veth limit), the reference switch and BMv2 (the fast build
 #     in /opt/p4-perf where installed), 1 port hairpin and 4 ports (ina-bench forward): the raw
@@ -157,7 +159,7 @@ iteration all-reduce, $T, 5% loss: max|tail0.05_max_ms|ms|p50|tail0.05_p50_ms|
 iteration goodput/worker, $T, 1% loss|tail0.01_goodput|Mbit/s|clean|tail0_goodput|
 iteration goodput/worker, $T, 5% loss|tail0.05_goodput|Mbit/s|clean|tail0_goodput|
 PS merge, 8 workers, no INA|merge|GB/s (CPU)|copy()|copy|>= 0.25
-note|median (IQR) of $REPS rounds; ratio: median (IQR) of the rounds' ratios. The path's limit: ina-bench path, the 4-worker job's frames and ring operations through the same veths and processes with nothing else done.
+note|The path's limit: ina-bench path, the 4-worker job's frames and ring operations through the same veths and processes with nothing else done.
 note|slow iterations (over 1.5x p50) of $TAIL_ITERS, per round: clean {tail0_slow}, of which waited on the timer {tail0_slow_timer}, on a fast retransmission {tail0_slow_fast}, on a window cut {tail0_slow_cut}, on none of them {tail0_slow_none}
 note|  1% loss {tail0.01_slow}: timer {tail0.01_slow_timer}, fast retransmission {tail0.01_slow_fast}, window cut {tail0.01_slow_cut}, none {tail0.01_slow_none}
 note|  5% loss {tail0.05_slow}: timer {tail0.05_slow_timer}, fast retransmission {tail0.05_slow_fast}, window cut {tail0.05_slow_cut}, none {tail0.05_slow_none}
@@ -176,7 +178,7 @@ if [ -n "${BENCH_OUT:-}" ]; then
     echo "# make bench"
     echo
     echo "Written by \`BENCH_OUT=$BENCH_OUT make bench\` (\`scripts/bench.sh\` says what each row measures and"
-    echo "how): the median and interquartile range of $REPS interleaved rounds on a machine shared with"
+    echo "how): the median and its confidence interval over $REPS interleaved rounds on a machine shared with"
     echo "other work (its first and last lines say how busy it was)."
     echo
     echo '```'

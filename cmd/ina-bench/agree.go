@@ -10,14 +10,14 @@ import (
 	"strings"
 )
 
-// A figure of a make bench table: its median and interquartile range.
-type figure struct{ med, q1, q3 float64 }
+// A figure of a make bench table: its median and the median's confidence interval.
+type figure struct{ med, lo, hi float64 }
 
-// overlaps reports whether the two figures' interquartile ranges meet.
-func (f figure) overlaps(g figure) bool { return f.q1 <= g.q3 && g.q1 <= f.q3 }
+// overlaps reports whether the two figures' intervals meet.
+func (f figure) overlaps(g figure) bool { return f.lo <= g.hi && g.lo <= f.hi }
 
-// inside reports whether f's median lies within g's interquartile range.
-func (f figure) inside(g figure) bool { return g.q1 <= f.med && f.med <= g.q3 }
+// inside reports whether f's median lies within g's interval.
+func (f figure) inside(g figure) bool { return g.lo <= f.med && f.med <= g.hi }
 
 var (
 	columnSep = regexp.MustCompile(`\s{2,}`)
@@ -42,35 +42,48 @@ func parseFigure(s string) (figure, bool) {
 	var f figure
 	var errs [3]error
 	f.med, errs[0] = parseNum(m[1])
-	f.q1, errs[1] = parseNum(m[2])
-	f.q3, errs[2] = parseNum(m[3])
+	f.lo, errs[1] = parseNum(m[2])
+	f.hi, errs[2] = parseNum(m[3])
 	return f, errs[0] == nil && errs[1] == nil && errs[2] == nil
 }
 
 // readTable reads the figures of a make bench table (BENCH_OUT, or the table it prints): per row,
-// its value and its ratio, keyed by the row's name and its reference's name, in table order.
+// its value and its ratio, keyed by the row's name and its reference's name, and each reference
+// that no row shows as its value (the bare ring forwarder, the path's limit, a p50, copy()), keyed
+// by the row's group (its name up to its last ": ", or all of it) and the reference's name; in
+// table order.
 func readTable(r io.Reader) (keys []string, figs map[string]figure, err error) {
 	figs = map[string]figure{}
+	seen := map[string]bool{} // figures as printed ("71.6 Mbit/s (69.6-74.9)"): one measurement once
+	add := func(k, text string, measured bool) {
+		f, ok := parseFigure(text)
+		if !ok || measured && seen[text] {
+			return
+		}
+		seen[text] = seen[text] || measured
+		if _, dup := figs[k]; !dup {
+			keys = append(keys, k)
+		}
+		figs[k] = f
+	}
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		cols := columnSep.Split(strings.TrimSpace(sc.Text()), -1)
 		if len(cols) < 4 || cols[0] == "measurement" {
 			continue
 		}
-		ref := cols[2] // "the path's limit 109 Mbit/s (106-127)": its name is what precedes the figure
+		add(cols[0]+": value", cols[1], true)
+		ref, refFig := cols[2], "" // "the path's limit 109 Mbit/s (106-127)": the name precedes the figure
 		if m := figureRE.FindStringSubmatchIndex(ref); m != nil {
-			ref = strings.TrimSpace(ref[:m[2]])
+			ref, refFig = strings.TrimSpace(ref[:m[2]]), ref[m[2]:]
 		}
-		for _, c := range []struct{ what, col string }{{"value", cols[1]}, {"ratio to " + ref, cols[3]}} {
-			f, ok := parseFigure(c.col)
-			if !ok {
-				continue
+		add(cols[0]+": ratio to "+ref, cols[3], false)
+		if refFig != "" {
+			group, _, ok := strings.Cut(cols[0], ": ")
+			if i := strings.LastIndex(cols[0], ": "); ok {
+				group = cols[0][:i]
 			}
-			k := cols[0] + ": " + c.what
-			if _, dup := figs[k]; !dup {
-				keys = append(keys, k)
-			}
-			figs[k] = f
+			add(group+": reference "+ref, refFig, true)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -82,9 +95,11 @@ func readTable(r io.Reader) (keys []string, figs map[string]figure, err error) {
 	return keys, figs, nil
 }
 
-// agree compares two make bench tables figure by figure: two runs agree on a figure when their
-// interquartile ranges overlap (each within the other's stated spread); it also says when each
-// median lies inside the other's range. It returns how many figures of a and b agree.
+// agree compares two make bench tables figure by figure: two runs agree on a figure when the
+// confidence intervals of its median overlap (each within the other's stated spread); it also
+// says when each median lies inside the other's interval. It returns how many figures of a and b
+// agree. When the bare ring forwarder, which runs none of this project's code, differs between
+// the runs, it says so: the host's speed changed, and the absolute rates with it.
 func agree(w io.Writer, a, b io.Reader) (agreed, compared int, err error) {
 	keys, fa, err := readTable(a)
 	if err != nil {
@@ -109,13 +124,20 @@ func agree(w io.Writer, a, b io.Reader) (agreed, compared int, err error) {
 		}
 		if x.inside(y) && y.inside(x) {
 			inside++
-			verdict += ", medians inside each other's IQR"
+			verdict += ", medians inside each other's interval"
 		}
-		fmt.Fprintf(w, "%-80s %s (%s-%s) | %s (%s-%s)  %s\n", k, num(x.med), num(x.q1), num(x.q3), num(y.med), num(y.q1), num(y.q3), verdict)
+		fmt.Fprintf(w, "%-80s %s (%s-%s) | %s (%s-%s)  %s\n", k, num(x.med), num(x.lo), num(x.hi), num(y.med), num(y.lo), num(y.hi), verdict)
 	}
-	fmt.Fprintf(w, "agree: %d of %d figures' interquartile ranges overlap; in %d each median lies inside the other's range\n", agreed, compared, inside)
+	fmt.Fprintf(w, "agree: %d of %d figures' intervals overlap; in %d each median lies inside the other's interval\n", agreed, compared, inside)
+	if x, y := fa[hostProbe], fb[hostProbe]; x.med > 0 && y.med > 0 && !x.overlaps(y) {
+		fmt.Fprintf(w, "host: the %s (none of this project's code) went from %s to %s (%+.0f%%): the machine's speed changed between the runs, and every absolute rate with it; the ratios to same-round references are what compare\n",
+			"bare ring forwarder", num(x.med), num(y.med), 100*(y.med/x.med-1))
+	}
 	return agreed, compared, nil
 }
+
+// hostProbe is the figure that measures the host alone.
+const hostProbe = "forwarding, 1 port: reference bare ring forwarder"
 
 func agreeFiles(pathA, pathB string) error {
 	a, err := os.Open(pathA)

@@ -27,8 +27,9 @@
 //
 // table prints make bench's table from "key round value" samples and row specs (table.go).
 //
-// agree compares two make bench tables (BENCH_OUT files) figure by figure, value and ratio of
-// every row: they agree on a figure when their interquartile ranges overlap (agree.go).
+// agree compares two make bench tables (BENCH_OUT files) figure by figure, the value, ratio and
+// reference of every row: they agree on a figure when the confidence intervals of its median
+// overlap (agree.go).
 package main
 
 import (
