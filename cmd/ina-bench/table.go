@@ -50,7 +50,8 @@ type rowSpec struct {
 
 // defaultBound: a ratio whose interval is wider than this, relative to its median, claims neither
 // met nor missed: known only to ±25%, it is no figure to judge by. (For normal samples the range
-// of 5 is about 2.3 times their interquartile range; the bound on that range was 25%.)
+// of 5 is about 2.3 times their interquartile range, so this is a little stricter than 25% on the
+// interquartile range.)
 const defaultBound = 0.5
 
 func parseRowSpec(line string) (rowSpec, error) {
@@ -245,11 +246,11 @@ func ciNote(s samples) string {
 	for i := range ranks {
 		ranks[i] = float64(i + 1)
 	}
-	sp, what := spreadOf(ranks), "the range"
-	if k := int(sp.lo); k > 1 {
-		what = fmt.Sprintf("from the %d-th smallest to the %d-th largest", k, k)
+	sp, what := spreadOf(ranks), "their range"
+	if sp.lo > 1 {
+		what = fmt.Sprintf("sorted, values %.0f to %.0f", sp.lo, sp.hi)
 	}
-	return fmt.Sprintf("CI: the median's distribution-free %.0f%% confidence interval over %d rounds (%s of their values), as benchstat's; a ratio's is that of the rounds' paired ratios. A target is met or missed only when the whole interval lies on one side of it.", 100*sp.coverage, n, what)
+	return fmt.Sprintf("CI: the median's distribution-free %.0f%% confidence interval over %d rounds (%s), as benchstat's; a ratio's is that of the rounds' paired ratios. A target is met or missed only when the whole interval lies on one side of it.", 100*sp.coverage, n, what)
 }
 
 var placeholder = regexp.MustCompile(`\{([A-Za-z0-9_.]+)\}`)

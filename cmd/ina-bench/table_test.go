@@ -151,6 +151,22 @@ func TestTableAligned(t *testing.T) {
 	}
 }
 
+func TestCINote(t *testing.T) {
+	five, _ := readSamples(strings.NewReader("k 1 1\nk 2 2\nk 3 3\nk 4 4\nk 5 5\nj 1 1\n"))
+	ten := samples{"k": {}}
+	for i := range 10 {
+		ten["k"][i] = float64(i)
+	}
+	for _, c := range []struct {
+		s    samples
+		want string
+	}{{five, "94% confidence interval over 5 rounds (their range)"}, {ten, "98% confidence interval over 10 rounds (sorted, values 2 to 9)"}} {
+		if got := ciNote(c.s); !strings.Contains(got, c.want) {
+			t.Errorf("ciNote = %q, want it to say %q", got, c.want)
+		}
+	}
+}
+
 func TestFillNote(t *testing.T) {
 	s, _ := readSamples(strings.NewReader("k 1 1\nk 2 2\nk 3 3\n"))
 	if got := fillNote("slow {k}, none {missing}", s); got != "slow 2.00 (1.00-3.00), none ?" {
