@@ -105,6 +105,8 @@ type inflight struct {
 	stamp     uint64 // transmission order of the last send
 	tries     int    // retransmissions so far
 	overtaken int    // chunks sent after this one that completed since its last send
+	held      bool   // its timer expired in a silence and was restarted instead of resending it
+	resume    bool   // held, and results have come since: resent at its next expiry, silence or not
 	bypass    bool   // an OVERFLOW result moved it to the PS path
 	done      bool
 }
@@ -318,7 +320,7 @@ func (w *Worker) send(base uint32, c int, st *inflight, cd codec, extra wire.Fla
 	}
 	st.sent = now
 	w.stamp++
-	st.stamp, st.overtaken = w.stamp, 0
+	st.stamp, st.overtaken, st.held, st.resume = w.stamp, 0, false, false
 	st.deadline = now.Add(w.timeout(st))
 	return nil
 }
@@ -389,14 +391,15 @@ func (w *Worker) retransmit(base uint32, lo, next int, win []inflight, cd codec,
 			// loss: twice the all-reduce time). Every chunk has its own timer: only one sent
 			// since the last backoff backs off again, as RFC 6298's one timer would.
 			backoff = backoff || (st.sent.After(w.backedOff) && !lastResult.After(st.sent))
-			if silence && c != lo {
+			if silence && c != lo && !st.resume {
 				// RFC 6298 5.4: in a silence only the oldest chunk is resent (the probe); the
 				// others' timers restart. The path is stalled, not lossy: resending every chunk in
 				// flight (after a scheduling stall, the window of 64 on each of 4 workers) flushed
 				// as many partial sums, each answered by the PS to every worker, and kept the path
 				// busy long enough for the next expiry. A held chunk that was lost is resent at its
-				// next expiry, amid the results the probe brought back.
+				// first expiry after the probe's answer (restartTimers).
 				w.stats.TimerHeld.Add(1)
+				st.held = true
 				st.deadline = now.Add(w.timeout(st))
 				if earliest.IsZero() || st.deadline.Before(earliest) {
 					earliest = st.deadline
@@ -452,8 +455,15 @@ func (w *Worker) retransmit(base uint32, lo, next int, win []inflight, cd codec,
 	return earliest, nil
 }
 
-// restartTimers gives every chunk in [lo, next) still out at least a full timeout from now and
-// returns when the next timer fires.
+// restartTimers, on the first result after a silence, gives every chunk in [lo, next) still out
+// at least a full timeout from now, and returns when the next timer fires. A chunk held in the
+// silence is different: its timer already expired once, and the path has now answered, so its
+// result is either right behind this one (a stall: results resume in a burst) or lost. It gets the
+// estimate without the silence's backoff (its own retries still double it), and at that expiry it
+// is resent even if no result came in between: the probe has shown the path works (as F-RTO,
+// RFC 5682, goes on to retransmit what the probe's answer did not cover). Restarting it with the
+// backed-off timer recovered one held chunk per expiry: at 5% loss, when a whole window of
+// results was lost, a chunk a second for 30 seconds.
 func (w *Worker) restartTimers(lo, next int, win []inflight, now time.Time) time.Time {
 	var earliest time.Time
 	for c := lo; c < next; c++ {
@@ -461,7 +471,10 @@ func (w *Worker) restartTimers(lo, next int, win []inflight, now time.Time) time
 		if st.done {
 			continue
 		}
-		if d := now.Add(w.timeout(st)); d.After(st.deadline) {
+		if st.held {
+			st.resume = true
+			st.deadline = now.Add(min(w.rto<<min(st.tries, maxBackoff), w.cfg.MaxRTO))
+		} else if d := now.Add(w.timeout(st)); d.After(st.deadline) {
 			st.deadline = d
 		}
 		if earliest.IsZero() || st.deadline.Before(earliest) {
