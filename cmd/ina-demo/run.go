@@ -18,15 +18,8 @@ import (
 )
 
 func (d *demo) startController(ctx context.Context) error {
-	path := filepath.Join(d.dir, "inactl.yaml")
-	if err := os.WriteFile(path, []byte(controllerConfig(d)), 0o644); err != nil {
-		return err
-	}
-	p, err := d.procs.start("inactl", nil, filepath.Join(d.bin, "inactl"), "run", "--config", path)
+	p, err := d.listeningController(ctx)
 	if err != nil {
-		return err
-	}
-	if err := procs.WaitTCP(ctx, d.apiAddr, p); err != nil {
 		return err
 	}
 	// Ready when the pipeline is pushed, the config reconciled and counters read once.
@@ -48,6 +41,35 @@ func (d *demo) startController(ctx context.Context) error {
 		case <-p.Done():
 			return p.Exited()
 		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// bindAttempts bounds listeningController's tries.
+const bindAttempts = 3
+
+// listeningController starts inactl and waits for its job API. A port procs.FreeAddr found free
+// can be taken before inactl binds it (once in about 20 back-to-back demos here), a race no probe
+// closes: then inactl exits with "address already in use", and it is started again on new ports.
+func (d *demo) listeningController(ctx context.Context) (*procs.Proc, error) {
+	path := filepath.Join(d.dir, "inactl.yaml")
+	for attempt := 1; ; attempt++ {
+		if err := os.WriteFile(path, []byte(controllerConfig(d)), 0o644); err != nil {
+			return nil, err
+		}
+		p, err := d.procs.start("inactl", nil, filepath.Join(d.bin, "inactl"), "run", "--config", path)
+		if err != nil {
+			return nil, err
+		}
+		err = procs.WaitTCP(ctx, d.apiAddr, p)
+		if err == nil || attempt == bindAttempts || !strings.Contains(err.Error(), "address already in use") {
+			return p, err
+		}
+		fmt.Printf("demo: a port of the controller (%s, %s) was taken before it bound it; new ports\n", d.apiAddr, d.metricsAddr)
+		for _, a := range []*string{&d.apiAddr, &d.metricsAddr} {
+			if *a, err = procs.FreeAddr(); err != nil {
+				return nil, err
+			}
 		}
 	}
 }
