@@ -333,9 +333,10 @@ const maxBackoff = 6
 // one timer; a chunk's own retries back off that chunk). One exponent, not their sum: under
 // random loss a chunk retried k times after k expiries would otherwise wait 4^k times the
 // estimate (10 ms grew to the 1 s cap in four steps; train-demo's 5% loss run went 6x slower).
-func (w *Worker) timeout(st *inflight) time.Duration {
-	return min(w.rto<<min(max(st.tries, w.backoff), maxBackoff), w.cfg.MaxRTO)
-}
+func (w *Worker) timeout(st *inflight) time.Duration { return w.doubled(max(st.tries, w.backoff)) }
+
+// doubled is the estimate doubled k times (at most maxBackoff), capped at MaxRTO.
+func (w *Worker) doubled(k int) time.Duration { return min(w.rto<<min(k, maxBackoff), w.cfg.MaxRTO) }
 
 // fastRetransmit counts chunk c's completion against every unfinished chunk in [lo, c) sent
 // before it (stamp), and resends with RESEND those it has now overtaken fastRetransmitAfter times.
@@ -450,7 +451,7 @@ func (w *Worker) retransmit(base uint32, lo, next int, win []inflight, cd codec,
 		}
 	}
 	if earliest.IsZero() {
-		earliest = now.Add(min(w.rto<<w.backoff, w.cfg.MaxRTO))
+		earliest = now.Add(w.doubled(w.backoff))
 	}
 	return earliest, nil
 }
@@ -473,7 +474,7 @@ func (w *Worker) restartTimers(lo, next int, win []inflight, now time.Time) time
 		}
 		if st.held {
 			st.resume = true
-			st.deadline = now.Add(min(w.rto<<min(st.tries, maxBackoff), w.cfg.MaxRTO))
+			st.deadline = now.Add(w.doubled(st.tries))
 		} else if d := now.Add(w.timeout(st)); d.After(st.deadline) {
 			st.deadline = d
 		}

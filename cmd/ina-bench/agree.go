@@ -60,7 +60,9 @@ func readTable(r io.Reader) (keys []string, figs map[string]figure, err error) {
 		if !ok || measured && seen[text] {
 			return
 		}
-		seen[text] = seen[text] || measured
+		if measured {
+			seen[text] = true
+		}
 		if _, dup := figs[k]; !dup {
 			keys = append(keys, k)
 		}

@@ -23,8 +23,8 @@ func quantile(sorted []float64, q float64) float64 {
 // allows it: 5 rounds give at most 94% (their range), so benchstat's 95% would need 6.
 const minCoverage = 0.90
 
-// spread is a median with its confidence interval [lo, hi] and that interval's coverage.
-type spread struct{ med, lo, hi, coverage float64 }
+// spread is a median with its confidence interval [lo, hi].
+type spread struct{ med, lo, hi float64 }
 
 // spreadOf is the median of v with its distribution-free confidence interval: the order
 // statistics x(k) and x(n+1-k) hold the median with probability 1 - 2 P(Binomial(n, 1/2) < k),
@@ -37,14 +37,20 @@ func spreadOf(v []float64) spread {
 	slices.Sort(s)
 	n := len(s)
 	if n == 0 {
-		return spread{math.NaN(), math.NaN(), math.NaN(), 0}
+		return spread{math.NaN(), math.NaN(), math.NaN()}
 	}
-	k, cov := 1, medianCoverage(n, 1)
+	k := medianRank(n)
+	return spread{quantile(s, 0.5), s[k-1], s[n-k]}
+}
+
+// medianRank is the k of n values' median interval [x(k), x(n+1-k)]: the largest whose coverage
+// is at least minCoverage, or 1.
+func medianRank(n int) int {
+	k := 1
 	for k+1 <= (n+1)/2 && medianCoverage(n, k+1) >= minCoverage {
 		k++
-		cov = medianCoverage(n, k)
 	}
-	return spread{quantile(s, 0.5), s[k-1], s[n-k], cov}
+	return k
 }
 
 // medianCoverage is the probability that [x(k), x(n+1-k)] of n values holds their distribution's

@@ -98,7 +98,8 @@ func (r rowSpec) render(s samples) row {
 	for _, v := range vals {
 		a = append(a, v)
 	}
-	out := row{r.name, fmt.Sprintf("%s %s %s", num(spreadOf(a).med), r.unit, interval(spreadOf(a))), "", "", r.target, ""}
+	sa := spreadOf(a)
+	out := row{r.name, fmt.Sprintf("%s %s %s", num(sa.med), r.unit, interval(sa)), "", "", r.target, ""}
 	if r.refKey == "" {
 		return out
 	}
@@ -125,7 +126,8 @@ func (r rowSpec) render(s samples) row {
 			out[2] = r.refName + ": no samples"
 			return out
 		}
-		out[2] = fmt.Sprintf("%s %s %s %s", r.refName, num(spreadOf(ref).med), r.unit, interval(spreadOf(ref)))
+		sr := spreadOf(ref)
+		out[2] = fmt.Sprintf("%s %s %s %s", r.refName, num(sr.med), r.unit, interval(sr))
 	}
 	if len(ratios) == 0 {
 		out[3] = "no pairs"
@@ -242,15 +244,11 @@ func ciNote(s samples) string {
 	for _, v := range s {
 		n = max(n, len(v))
 	}
-	ranks := make([]float64, n) // 1..n: the interval's ends are then the ranks it takes
-	for i := range ranks {
-		ranks[i] = float64(i + 1)
+	k, what := medianRank(n), "their range"
+	if k > 1 {
+		what = fmt.Sprintf("sorted, values %d to %d", k, n+1-k)
 	}
-	sp, what := spreadOf(ranks), "their range"
-	if sp.lo > 1 {
-		what = fmt.Sprintf("sorted, values %.0f to %.0f", sp.lo, sp.hi)
-	}
-	return fmt.Sprintf("CI: the median's distribution-free %.0f%% confidence interval over %d rounds (%s), as benchstat's; a ratio's is that of the rounds' paired ratios. A target is met or missed only when the whole interval lies on one side of it.", 100*sp.coverage, n, what)
+	return fmt.Sprintf("CI: the median's distribution-free %.0f%% confidence interval over %d rounds (%s), as benchstat's; a ratio's is that of the rounds' paired ratios. A target is met or missed only when the whole interval lies on one side of it.", 100*medianCoverage(n, k), n, what)
 }
 
 var placeholder = regexp.MustCompile(`\{([A-Za-z0-9_.]+)\}`)

@@ -227,7 +227,11 @@ func (r *Run) avg(policy string, f func(*sim.Result) float64) float64 {
 // ratioCI is the mean JCT of policy pa in run a over that of pb in run b, paired by seed (both
 // runs draw the same workload per seed): the mean of the per-seed ratios with its interval.
 func ratioCI(a *Run, pa string, b *Run, pb string) ci {
-	xa, xb := a.perSeed(pa, meanJCT), b.perSeed(pb, meanJCT)
+	return pairedRatio(a.perSeed(pa, meanJCT), b.perSeed(pb, meanJCT))
+}
+
+// pairedRatio is the mean of xa[i]/xb[i] with its interval (none when the lengths differ).
+func pairedRatio(xa, xb []float64) ci {
 	if xa == nil || xb == nil || len(xa) != len(xb) {
 		return tInterval(nil)
 	}
@@ -238,12 +242,14 @@ func ratioCI(a *Run, pa string, b *Run, pb string) ci {
 	return tInterval(q)
 }
 
-// gainCI is the reduction 1 - ratio of ratioCI, with the same interval.
-func gainCI(a *Run, pa string, b *Run, pb string) ci {
-	c := ratioCI(a, pa, b, pb)
+// reduction turns a ratio's interval into that of the reduction 1 - ratio (the same width).
+func reduction(c ci) ci {
 	c.mean = 1 - c.mean
 	return c
 }
+
+// gainCI is the reduction 1 - ratio of ratioCI, with the same interval.
+func gainCI(a *Run, pa string, b *Run, pb string) ci { return reduction(ratioCI(a, pa, b, pb)) }
 
 // GainOfCI is policy a's reduction of mean JCT against b in this run, 1 - a/b, paired by seed.
 func (r *Run) GainOfCI(a, b string) ci { return gainCI(r, a, r, b) }

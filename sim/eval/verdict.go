@@ -24,11 +24,7 @@ func (r *Run) verdictGain(best string) ci {
 	if len(n) == 0 || len(n) != len(b) {
 		return r.GainCI(best)
 	}
-	q := make([]float64, len(n))
-	for i := range n {
-		q[i] = 1 - n[i]/b[i]
-	}
-	return tInterval(q)
+	return reduction(pairedRatio(n, b))
 }
 
 // refine reruns, for NetPack and its best baseline only, each comparison point whose verdict is
@@ -87,7 +83,7 @@ func (rep *Report) refine(es []exp) error {
 					t.err = fmt.Errorf("%s, seed %d, %s: %w", t.e.label, t.seed, p, err)
 					return
 				}
-				t.result[k] = res.Summary.MeanJCT
+				t.result[k] = meanJCT(res)
 			}
 		})
 		points := map[*Run]bool{}
