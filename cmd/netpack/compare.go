@@ -110,7 +110,7 @@ func runEvaluate(args []string) error {
 	synthJobs := fs.Int("synthetic-jobs", d.SynthJobs, "jobs of the synthetic workload in the paper setting")
 	seeds := fs.String("seeds", uints(d.Seeds), "seeds every experiment is repeated over (model draws and arrival jitter of the trace, synthetic workloads); 95% intervals need two or more")
 	jitter := fs.Float64("jitter", d.JitterSec, "seconds each trace arrival moves by, uniformly in ±jitter, per seed")
-	verdictHalf := fs.Float64("verdict-half-width", d.VerdictHalfWidth, "a comparison point whose 95% interval of netpack against its best baseline is wider than ± this and reaches 0 on both sides gets more seeds for those two policies (0: never)")
+	verdictHalf := fs.Float64("verdict-half-width", d.VerdictHalfWidth, "a comparison point whose 95% interval of netpack against its best baseline reaches -1% on both sides, or is wider than ± this and reaches 0 on both sides, gets more seeds for those two policies (0: never)")
 	verdictSeeds := fs.Int("verdict-seeds", d.VerdictSeeds, "the most seeds such a point gets")
 	packetsPath := fs.String("packets", "docs/packets-summary.json", "the policies on an emulated cluster (ina-cluster demo --summary) to show in section 11; a missing file is left out")
 	updatePackets := fs.Bool("update-packets", false, "only rewrite section 11.1 of -out from -packets (after ina-cluster demo --summary), keeping every simulated figure")

@@ -107,8 +107,9 @@ type Config struct {
 	// Packets is the policies' comparison on an emulated cluster (LoadPackets), shown in section 11.
 	Packets *Packets
 	// VerdictHalfWidth and VerdictSeeds: a comparison point whose interval of NetPack against its
-	// best baseline is wider than ±VerdictHalfWidth and excludes 0 on neither side is rerun for
-	// those two policies under more seeds, up to VerdictSeeds in all (verdict.go; 0: never).
+	// best baseline reaches -1% on both sides, or is wider than ±VerdictHalfWidth and excludes 0
+	// on neither side, is rerun for those two policies under more seeds, up to VerdictSeeds in
+	// all (verdict.go; 0: never).
 	VerdictHalfWidth float64
 	VerdictSeeds     int
 }
@@ -118,7 +119,7 @@ func DefaultConfig(tr *trace.Trace, name string) Config {
 	return Config{Trace: tr, TraceName: name, Paper: Paper, Legacy: Legacy, Interval: 60,
 		Loads: []float64{0.5, 0.7, 0.9, 1.1}, Memories: []float64{16 << 10, 64 << 10, 256 << 10}, GPUs: []int{2, 4, 8},
 		Oversubs: []float64{1, 4, 8}, Sizes: []int{100, 300, 1000, 3000, 10000}, SizeRack: 25, SizeJobs: 1000,
-		SynthJobs: 2500, Seeds: []uint64{1, 2, 3, 4, 5}, JitterSec: 300, Grid: DefaultGrid, VerdictHalfWidth: 0.025, VerdictSeeds: 100}
+		SynthJobs: 2500, Seeds: []uint64{1, 2, 3, 4, 5}, JitterSec: 300, Grid: DefaultGrid, VerdictHalfWidth: 0.025, VerdictSeeds: 400}
 }
 
 // Grid is a two-level factorial over five settings around Base: INA memory per ToR, gradient

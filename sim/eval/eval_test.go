@@ -85,7 +85,7 @@ func TestRefine(t *testing.T) {
 		if open(g, rep.Cfg.VerdictHalfWidth) && g.n < rep.Cfg.VerdictSeeds {
 			t.Errorf("%s: verdict %s over %d seeds left open", r.Label, pctCI(g), g.n)
 		}
-		if g.n > rep.Cfg.VerdictSeeds || (g.n > len(rep.Cfg.Seeds) && (g.n-len(rep.Cfg.Seeds))%verdictBatch != 0 && g.n != rep.Cfg.VerdictSeeds) {
+		if g.n > rep.Cfg.VerdictSeeds || !onSchedule(g.n, len(rep.Cfg.Seeds), rep.Cfg.VerdictSeeds) {
 			t.Errorf("%s: %d seeds", r.Label, g.n)
 		}
 		if g.n == len(rep.Cfg.Seeds) {
@@ -104,6 +104,17 @@ func TestRefine(t *testing.T) {
 	if refined == 0 {
 		t.Error("no verdict was refined (2 seeds leave every interval wide)")
 	}
+}
+
+// onSchedule reports whether a verdict over n seeds is one refine can reach from first seeds:
+// batch(k) more at a time from k = first, or the cap.
+func onSchedule(n, first, cap int) bool {
+	for k := first; k <= n; k += batch(k) {
+		if k == n {
+			return true
+		}
+	}
+	return n == cap
 }
 
 // The report and its plots are a function of the trace and the configuration only: two runs

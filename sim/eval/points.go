@@ -24,9 +24,9 @@ func (pt point) verdict() string { return verdict(pt.gain) }
 
 func verdict(g ci) string {
 	switch {
-	case g.mean < -0.01 && g.below():
+	case g.mean < -lossMargin && g.below():
 		return "loss"
-	case g.mean < -0.01:
+	case g.mean < -lossMargin:
 		return "loss, not significant"
 	case g.above():
 		return "win"

@@ -41,14 +41,16 @@ func TestVerdict(t *testing.T) {
 	}
 }
 
-// A verdict stays open only while its interval is wide and reaches 0 on both sides: which way
-// the mean leans does not matter.
+// A verdict stays open while its interval reaches -1% (the loss line) on both sides, however
+// narrow, or is wide and reaches 0 on both sides: which way the mean leans does not matter.
 func TestOpen(t *testing.T) {
 	for _, c := range []struct {
 		g    ci
 		want bool
-	}{{ci{0.01, 0.05, 5}, true}, {ci{-0.01, 0.05, 5}, true}, {ci{0.06, 0.05, 5}, false}, {ci{-0.06, 0.05, 5}, false},
-		{ci{-0.01, 0.02, 40}, false}, {ci{0.01, 0.02, 40}, false}, {ci{0, math.NaN(), 1}, false}} {
+	}{{ci{0.01, 0.05, 5}, true}, {ci{-0.01, 0.05, 5}, true}, {ci{0.06, 0.05, 5}, false}, {ci{-0.07, 0.05, 5}, false},
+		{ci{0.03, 0.035, 5}, true}, // wide, reaches 0, not -1%
+		{ci{-0.01, 0.02, 40}, true}, {ci{0.015, 0.02, 40}, false}, {ci{-0.005, 0.008, 300}, true}, {ci{0.007, 0.012, 300}, false},
+		{ci{-0.02, 0.005, 400}, false}, {ci{-0.005, 0.003, 400}, false}, {ci{0, math.NaN(), 1}, false}} {
 		if got := open(c.g, 0.025); got != c.want {
 			t.Errorf("open(%+v) = %v, want %v", c.g, got, c.want)
 		}

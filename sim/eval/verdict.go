@@ -6,15 +6,30 @@ import (
 	"time"
 )
 
-// verdictBatch is how many seeds a comparison point gets at a time while its verdict is open.
+// verdictBatch is the fewest seeds a comparison point gets at a time while its verdict is open;
+// a point with n seeds gets n/4 more when that is more (batch), so a point that needs hundreds
+// is looked at a dozen times, not once per 5 seeds: every look is a chance to stop on noise.
 const verdictBatch = 5
 
-// open reports whether a verdict interval is too wide to stand: wider than ±halfWidth and
-// excluding 0 on neither side. The rule looks at the interval's width and whether it excludes 0
-// either way, never at which way the mean leans, so it does not stop sampling when a point
-// happens to look good (optional stopping), and its repeated looks leave the 95% nominal.
+// batch is how many seeds a point with n gets next while its verdict is open.
+func batch(n int) int { return max(verdictBatch, n/4) }
+
+// lossMargin is the line between a tie and a loss: a mean JCT more than 1% above the
+// best baseline's.
+const lossMargin = 0.01
+
+// open reports whether a verdict interval is too wide to stand: it reaches the loss line
+// (-lossMargin) on both sides, so more seeds could move the mean across it and turn a tie into a
+// loss or back; or it is wider than ±halfWidth and excludes 0 on neither side. The rule looks at
+// the interval's width and where the verdict's two lines (0 and -1%) fall in it, never at which
+// way the mean leans, so it does not stop sampling when a point happens to look good (optional
+// stopping).
 func open(g ci, halfWidth float64) bool {
-	return g.n >= 2 && g.half > halfWidth && !g.above() && !g.below()
+	if g.n < 2 {
+		return false
+	}
+	straddlesLoss := g.lo() < -lossMargin && g.hi() > -lossMargin
+	return straddlesLoss || g.half > halfWidth && !g.above() && !g.below()
 }
 
 // verdictGain is NetPack's reduction of mean JCT against policy best over every seed of the
@@ -28,8 +43,8 @@ func (r *Run) verdictGain(best string) ci {
 }
 
 // refine reruns, for NetPack and its best baseline only, each comparison point whose verdict is
-// open (Config.VerdictHalfWidth) under further seeds, verdictBatch at a time, until it is closed
-// or has VerdictSeeds in all. The added seeds follow the largest of Seeds, the same for every
+// open (Config.VerdictHalfWidth) under further seeds, batch(n) at a time, until it is closed or
+// has VerdictSeeds in all. The added seeds follow the largest of Seeds, the same for every
 // point, so the result does not depend on the order runs finish in; every other figure keeps
 // the experiment's own seeds.
 func (rep *Report) refine(es []exp) error {
@@ -61,7 +76,7 @@ func (rep *Report) refine(es []exp) error {
 			if r.Verdict == nil {
 				r.Verdict = map[string][]float64{"netpack": r.perSeed("netpack", meanJCT), best: r.perSeed(best, meanJCT)}
 			}
-			for s := range min(verdictBatch, cfg.VerdictSeeds-g.n) {
+			for s := range min(batch(g.n), cfg.VerdictSeeds-g.n) {
 				at := g.n + s
 				tasks = append(tasks, &task{r: r, e: e, best: best, seed: first + uint64(at-len(cfg.Seeds))})
 			}
@@ -96,6 +111,6 @@ func (rep *Report) refine(es []exp) error {
 			}
 			points[t.r] = true
 		}
-		cfg.logf("verdict: %d open point(s), %d more seed(s) each at most, %.1f s", len(points), verdictBatch, time.Since(t0).Seconds())
+		cfg.logf("verdict: %d open point(s), %d more seed(s) in all, %.1f s", len(points), len(tasks), time.Since(t0).Seconds())
 	}
 }
