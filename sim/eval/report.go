@@ -136,10 +136,11 @@ func (rep *Report) summary(p func(string, ...any)) {
 				v.Switch, j.R, j.MAPE, t.R, t.MAPE, j.N, v.Mixes)
 		}
 	}
-	wins, ties, sigTies, losses, sigLosses := rep.tally(rep.points(), func(pt point) ci { return pt.gain })
-	ow, ot, ost, ol, osl := rep.tally(rep.points(), func(pt point) ci { return pt.old })
+	pts := rep.points()
+	wins, ties, sigTies, losses, sigLosses := rep.tally(pts, func(pt point) ci { return pt.gain })
+	ow, ot, ost, ol, osl := rep.tally(pts, func(pt point) ci { return pt.old })
 	clear := 0
-	for _, pt := range rep.points() {
+	for _, pt := range pts {
 		if pt.gain.n >= 2 && pt.gain.lo() > -lossMargin {
 			clear++
 		}

@@ -6,12 +6,12 @@ import (
 	"time"
 )
 
-// verdictBatch is the fewest seeds a comparison point gets at a time while its verdict is open;
-// a point with n seeds gets n/4 more when that is more (batch), so a point that needs hundreds
-// is looked at a dozen times, not once per 5 seeds: every look is a chance to stop on noise.
+// verdictBatch is the fewest seeds a comparison point gets at a time while its verdict is open.
 const verdictBatch = 5
 
-// batch is how many seeds a point with n gets next while its verdict is open.
+// batch is how many seeds a point with n gets next while its verdict is open: a quarter more, so
+// a point that needs hundreds is looked at a dozen times, not once per 5 seeds (every look is a
+// chance to stop on noise).
 func batch(n int) int { return max(verdictBatch, n/4) }
 
 // lossMargin is the line between a tie and a loss: a mean JCT more than 1% above the
