@@ -181,3 +181,17 @@ func stallPS(from uint32, d time.Duration) links {
 		return 0
 	}}
 }
+
+// A stall says nothing of the round trip: the chunks out through it complete in a burst when it
+// ends, each after the stall's length. Taken as samples they lifted the estimate past the stall
+// (to 260 ms after this 100 ms one, round trips being far under a millisecond), and in a job a
+// stalled peer is a stall for every other worker, whose lost chunks then waited that timer. Only
+// chunks sent after results resume are sampled: the estimate stays at the 10 ms minimum.
+func TestStallGivesNoRTTSample(t *testing.T) {
+	const chunks = 32
+	for r, s := range runTimed(t, 2, chunks, stallPS(chunks-4, 100*time.Millisecond)) {
+		if s.RTO > 30*time.Millisecond {
+			t.Errorf("rank %d: estimate %v after a 100 ms stall, with round trips far under the 10 ms minimum", r, s.RTO)
+		}
+	}
+}

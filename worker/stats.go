@@ -1,6 +1,9 @@
 package worker
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Stats counts what a worker did. Fields are read atomically with Snapshot while AllReduce runs.
 type Stats struct {
@@ -33,7 +36,8 @@ type StatsSnapshot struct {
 	TimerBackoffs                uint64
 	SpuriousTimeouts, TimerHeld  uint64
 	RxErrors                     uint64
-	Window                       float64 // current congestion window in chunks
+	Window                       float64       // current congestion window in chunks
+	RTO                          time.Duration // the retransmission timer's estimate (RFC 6298), before any backoff
 }
 
 // Snapshot returns the current values.
@@ -44,6 +48,6 @@ func (w *Worker) Snapshot() StatsSnapshot {
 		Results: s.Results.Load(), ResultsIgnored: s.ResultsIgnored.Load(), Overflows: s.Overflows.Load(),
 		Corrupt: s.Corrupt.Load(), CorruptRedirects: s.CorruptRedirects.Load(),
 		ECN: s.ECN.Load(), WindowCuts: s.WindowCuts.Load(), TimerBackoffs: s.TimerBackoffs.Load(), SpuriousTimeouts: s.SpuriousTimeouts.Load(), TimerHeld: s.TimerHeld.Load(), RxErrors: s.RxErrors.Load(),
-		Window: float64(w.cwndMilli.Load()) / 1000,
+		Window: float64(w.cwndMilli.Load()) / 1000, RTO: time.Duration(w.rtoNanos.Load()),
 	}
 }

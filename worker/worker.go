@@ -29,9 +29,11 @@ type Worker struct {
 	srtt      time.Duration
 	rttvar    time.Duration
 	rto       time.Duration // the estimate (RFC 6298 2), never backed off itself
+	rtoNanos  atomic.Int64  // rto for Snapshot
 	backoff   int           // timer backoffs since the last clean sample (RFC 6298 5.5), up to maxBackoff
 	backedOff time.Time     // when the timer last backed off
 	undoCwnd  float64       // the window before a cut for a silent expiry, restored if the expiry proves spurious; 0: none
+	resumed   time.Time     // when results last resumed after a silence: chunks sent before it give no RTT sample
 	failed    bool
 	stats     Stats
 	tmpl      wire.Frame
@@ -48,6 +50,7 @@ func New(cfg Config, t transport.Transport) (*Worker, error) {
 	w := &Worker{cfg: cfg, t: t, cwnd: float64(cfg.InitialWindow), rto: cfg.RTO,
 		txbuf: make([]byte, wire.FrameLen), rxbuf: make([]byte, 2048)}
 	w.cwndMilli.Store(int64(w.cwnd * 1000))
+	w.rtoNanos.Store(int64(w.rto))
 	w.batch, _ = t.(transport.Batcher)
 	w.queue = t.Send
 	if w.batch != nil {
@@ -257,6 +260,11 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 			w.stats.ResultsIgnored.Add(1)
 			continue
 		}
+		// The first result after a silence (RFC 6298 5.3's restart below).
+		resumed := now.Sub(lastProgress) >= w.rto/2
+		if resumed {
+			w.resumed = now
+		}
 		if st.tries == 0 && !st.bypass {
 			if w.undoCwnd > 0 && st.sent.Before(w.backedOff) {
 				// A chunk sent before the silent expiry completed on its first transmission: the
@@ -265,7 +273,9 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 				w.cwndMilli.Store(int64(w.cwnd * 1000))
 				w.stats.SpuriousTimeouts.Add(1)
 			}
-			w.sampleRTT(now.Sub(st.sent))
+			if st.sent.After(w.resumed) {
+				w.sampleRTT(now.Sub(st.sent))
+			}
 		}
 		if err := w.fastRetransmit(base, lo, c, next, win, st.stamp, cd, now); err != nil {
 			w.failed = true
@@ -278,7 +288,7 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 		st.done = true
 		pipe--
 		w.stats.Results.Add(1)
-		if now.Sub(lastProgress) >= w.rto/2 {
+		if resumed {
 			// The first result after a silence: the chunks still out get a full timeout from
 			// now (RFC 6298 5.3 restarts its timer on every new acknowledgement), or the ones held
 			// in the silence expire amid the results right behind this one.
@@ -513,6 +523,7 @@ func (w *Worker) sampleRTT(r time.Duration) {
 		w.srtt = (7*w.srtt + r) / 8
 	}
 	w.rto = min(max(w.srtt+4*w.rttvar, w.cfg.MinRTO), w.cfg.MaxRTO)
+	w.rtoNanos.Store(int64(w.rto))
 	w.backoff = 0
 }
 

@@ -182,11 +182,12 @@ func (l *loop) run(ctx context.Context, iters int, compute time.Duration) error 
 		}
 		if !l.quiet {
 			// What this call waited on besides the data (make bench's tail rows attribute slow
-			// iterations to these): retransmissions by the timer and fast ones, window cuts.
+			// iterations to these): retransmissions by the timer and fast ones, window cuts; and the
+			// timer's estimate at the end of the call.
 			timer := (after.Resent - after.FastResent) - (before.Resent - before.FastResent)
-			fmt.Printf("worker: job=%d rank=%d iter=%d allreduce_ms=%.3f goodput_mbps=%.3f timer_resent=%d fast_resent=%d window_cuts=%d timer_backoffs=%d result=%s\n",
+			fmt.Printf("worker: job=%d rank=%d iter=%d allreduce_ms=%.3f goodput_mbps=%.3f timer_resent=%d fast_resent=%d window_cuts=%d timer_backoffs=%d rto_ms=%.1f result=%s\n",
 				l.job, l.rank, it, d.Seconds()*1e3, mbps(4*l.size, d), timer, after.FastResent-before.FastResent,
-				after.WindowCuts-before.WindowCuts, after.TimerBackoffs-before.TimerBackoffs, verdict)
+				after.WindowCuts-before.WindowCuts, after.TimerBackoffs-before.TimerBackoffs, after.RTO.Seconds()*1e3, verdict)
 		}
 	}
 	return nil
