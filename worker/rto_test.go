@@ -30,6 +30,10 @@ func TestTimerBacksOffWhenTheDelayJumps(t *testing.T) {
 		if s.TimerBackoffs == 0 {
 			t.Errorf("rank %d: the timer never backed off", r)
 		}
+		// The chunks sent after the backoff give samples of the new delay.
+		if s.RTO < 60*time.Millisecond {
+			t.Errorf("rank %d: estimate %v at the end, with results 60 ms late: it never caught up", r, s.RTO)
+		}
 	}
 }
 
@@ -185,8 +189,8 @@ func stallPS(from uint32, d time.Duration) links {
 // A stall says nothing of the round trip: the chunks out through it complete in a burst when it
 // ends, each after the stall's length. Taken as samples they lifted the estimate past the stall
 // (to 260 ms after this 100 ms one, round trips being far under a millisecond), and in a job a
-// stalled peer is a stall for every other worker, whose lost chunks then waited that timer. Only
-// chunks sent after results resume are sampled: the estimate stays at the 10 ms minimum.
+// stalled peer is a stall for every other worker, whose lost chunks then waited that timer. Chunks
+// sent before the timer's last backoff give no sample: the estimate stays at the 10 ms minimum.
 func TestStallGivesNoRTTSample(t *testing.T) {
 	const chunks = 32
 	for r, s := range runTimed(t, 2, chunks, stallPS(chunks-4, 100*time.Millisecond)) {

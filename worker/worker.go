@@ -33,7 +33,6 @@ type Worker struct {
 	backoff   int           // timer backoffs since the last clean sample (RFC 6298 5.5), up to maxBackoff
 	backedOff time.Time     // when the timer last backed off
 	undoCwnd  float64       // the window before a cut for a silent expiry, restored if the expiry proves spurious; 0: none
-	resumed   time.Time     // when results last resumed after a silence: chunks sent before it give no RTT sample
 	failed    bool
 	stats     Stats
 	tmpl      wire.Frame
@@ -260,11 +259,6 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 			w.stats.ResultsIgnored.Add(1)
 			continue
 		}
-		// The first result after a silence (RFC 6298 5.3's restart below).
-		resumed := now.Sub(lastProgress) >= w.rto/2
-		if resumed {
-			w.resumed = now
-		}
 		if st.tries == 0 && !st.bypass {
 			if w.undoCwnd > 0 && st.sent.Before(w.backedOff) {
 				// A chunk sent before the silent expiry completed on its first transmission: the
@@ -273,7 +267,11 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 				w.cwndMilli.Store(int64(w.cwnd * 1000))
 				w.stats.SpuriousTimeouts.Add(1)
 			}
-			if st.sent.After(w.resumed) {
+			if st.sent.After(w.backedOff) {
+				// A chunk out through the expiry's silence completes after the stall, however short
+				// the round trip: a sample from it lifted the estimate past the stall, and a stalled
+				// peer is a stall for every other worker. The backoff stays until a chunk sent
+				// after it completes.
 				w.sampleRTT(now.Sub(st.sent))
 			}
 		}
@@ -288,7 +286,7 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 		st.done = true
 		pipe--
 		w.stats.Results.Add(1)
-		if resumed {
+		if now.Sub(lastProgress) >= w.rto/2 {
 			// The first result after a silence: the chunks still out get a full timeout from
 			// now (RFC 6298 5.3 restarts its timer on every new acknowledgement), or the ones held
 			// in the silence expire amid the results right behind this one.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -139,12 +140,33 @@ func WaitTCP(ctx context.Context, addr string, p *Proc) error {
 	}
 }
 
-// FreeAddr is a loopback address nothing listens on now.
+// given holds the ports FreeAddr has returned in this process.
+var given struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
+// FreeAddr is a loopback address nothing listens on now, and one this process was not given
+// before. The kernel may hand a port it just freed out again: a demo's switch and its controller's
+// API then got the same port, drawn one after the other before either bound it, and the API's
+// readiness probe reached the switch while the controller failed to bind.
 func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+	given.Lock()
+	defer given.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", err
+		}
+		a := l.Addr().(*net.TCPAddr)
+		l.Close()
+		if !given.ports[a.Port] {
+			if given.ports == nil {
+				given.ports = map[int]bool{}
+			}
+			given.ports[a.Port] = true
+			return a.String(), nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return "", fmt.Errorf("procs: 100 free loopback ports in a row were ones this process was given before")
 }

@@ -135,3 +135,19 @@ func TestStartTicksAndTime(t *testing.T) {
 		t.Errorf("reaped process: %v, want ErrGone", err)
 	}
 }
+
+// FreeAddr never returns a port twice in one process, even once the port is free again: a demo
+// draws its switch's and its controller's ports one after the other, before either binds.
+func TestFreeAddrNeverRepeats(t *testing.T) {
+	seen := map[string]bool{}
+	for range 500 {
+		a, err := FreeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[a] {
+			t.Fatalf("FreeAddr returned %s twice", a)
+		}
+		seen[a] = true
+	}
+}
