@@ -430,6 +430,13 @@ func (w *Worker) retransmit(base uint32, lo, next int, win []inflight, cd codec,
 			earliest = st.deadline
 		}
 	}
+	if (cut || backoff) && !lost {
+		// Undone if a chunk sent before the silence's backoff completes on its first
+		// transmission; the window to restore is the one before the silence's first cut. The
+		// probe's own expiry often backs nothing off (a result came after it was sent), and the
+		// backoff comes at the next expiry: the cut is the probe's.
+		w.undoCwnd = cmp.Or(undo, before)
+	}
 	if backoff {
 		// RFC 6298 5.5: back off the timer, and keep it backed off until a chunk completes
 		// without a retransmission (sampleRTT). Without it, after a jump in delay (a queue, a
@@ -439,11 +446,6 @@ func (w *Worker) retransmit(base uint32, lo, next int, win []inflight, cd codec,
 		// chunks still in flight wait for the backed-off timer too.
 		w.backoff, w.backedOff = min(w.backoff+1, maxBackoff), now
 		w.stats.TimerBackoffs.Add(1)
-		if !lost {
-			// Undone if a chunk sent before now completes on its first transmission; the window
-			// to restore is the one before the first cut of the silence.
-			w.undoCwnd = cmp.Or(undo, before)
-		}
 		earliest = time.Time{}
 		for c := lo; c < next; c++ {
 			st := &win[c%w.cfg.Window]
