@@ -141,10 +141,10 @@ func WaitTCP(ctx context.Context, addr string, p *Proc) error {
 }
 
 // given holds the ports FreeAddr has returned in this process.
-var given struct {
+var given = struct {
 	sync.Mutex
 	ports map[int]bool
-}
+}{ports: map[int]bool{}}
 
 // FreeAddr is a loopback address nothing listens on now, and one this process was not given
 // before. The kernel may hand a port it just freed out again: a demo's switch and its controller's
@@ -161,9 +161,6 @@ func FreeAddr() (string, error) {
 		a := l.Addr().(*net.TCPAddr)
 		l.Close()
 		if !given.ports[a.Port] {
-			if given.ports == nil {
-				given.ports = map[int]bool{}
-			}
 			given.ports[a.Port] = true
 			return a.String(), nil
 		}
