@@ -222,3 +222,23 @@ func TestWindowFloorUnderRandomLoss(t *testing.T) {
 		t.Errorf("rank 0: %d cuts, window %.2f at the end: want several cuts and the window at its floor of 8 or above", s.WindowCuts, s.Window)
 	}
 }
+
+// A job of 8 slots still halves its window under loss: the floor is at most half the slots. A floor
+// of 8 left such a job (make validate's) with no congestion response at all.
+func TestSmallWindowStillHalves(t *testing.T) {
+	const chunks = 160
+	var mu sync.Mutex
+	dropped := map[uint32]bool{}
+	s := runTimed(t, 2, chunks, links{toPS: func(rank int, f *wire.Frame) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if q := f.INA.Seq; rank == 0 && q%5 == 0 && !dropped[q] {
+			dropped[q] = true
+			return false
+		}
+		return true
+	}})[0]
+	if s.WindowCuts < 4 || s.Window >= 8 {
+		t.Errorf("rank 0: %d cuts, window %.2f at the end of 8 slots: want several cuts and the window below 8", s.WindowCuts, s.Window)
+	}
+}

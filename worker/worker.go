@@ -527,11 +527,12 @@ func (w *Worker) sampleRTT(r time.Duration) {
 	w.backoff = 0
 }
 
-// minWindow is the floor of the congestion window, at most the job's slots: 8 chunks, 2.5 KB on
-// the wire, less than the two full-sized segments TCP keeps after a loss (RFC 5681's ssthresh),
-// and at least fastRetransmitAfter+1, so that a loss is caught by later completions rather than by
-// the timer. Under random loss the window is cut about once a round trip whatever its size, so it
-// sits at the floor, and the floor sets the speed: at 5% loss on every port, 4 chunks made an
-// iteration of make bench's tail loop twice as long as 8 (16 lost more chunks at each call's end,
-// where only the timer finds them).
-func minWindow(window int) float64 { return float64(min(8, window)) }
+// minWindow is the floor of the congestion window: 8 chunks, 2.5 KB on the wire, less than the two
+// full-sized segments TCP keeps after a loss (RFC 5681's ssthresh), and more than
+// fastRetransmitAfter, so that a loss is caught by later completions rather than by the timer;
+// but at most half the job's slots, so that every window can still halve on ECN (a floor of 8 left
+// a job of 8 slots no congestion response at all). Under random loss the window is cut about once a
+// round trip whatever its size, so it sits at the floor, and the floor sets the speed: at 5% loss
+// on every port, 4 chunks made an iteration of make bench's tail loop twice as long as 8 (16 lost
+// more chunks at each call's end, where only the timer finds them).
+func minWindow(window int) float64 { return float64(min(8, max(1, window/2))) }
