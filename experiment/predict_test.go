@@ -4,7 +4,9 @@ import (
 	"math"
 	"testing"
 
+	"github.com/inapack/inapack/controlplane/topology"
 	"github.com/inapack/inapack/netpack"
+	"github.com/inapack/inapack/sim"
 )
 
 // Two 2-worker jobs without INA, the PS of both on machine 2, one rack of 10 Mbit/s NICs: the PS's
@@ -30,5 +32,44 @@ func TestFluidRunHandComputed(t *testing.T) {
 	}
 	if got := out["a"]; math.Abs(got.jct-15) > 1e-6 || math.Abs(got.mbps-1) > 1e-6 {
 		t.Errorf("a: %+v, want JCT 15 s at 1 Mbit/s", got)
+	}
+}
+
+// The fitted switch cost is not clipped: BMv2 on a busy machine gave a lone wide job 0.386 Mbit/s,
+// which needs more than 1 ms per packet in the simulator, and a fixed bracket of [0, 1 ms] returned
+// its upper end (make validate SWITCH=bmv2 printed "switch 1000.0 µs/packet").
+func TestFitSwitchPacketSecBeyondOneMillisecond(t *testing.T) {
+	topo, err := topology.Load("../scheduler/examples/validate-topology.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal := calibration{RTTSec: 0.01775, Window: 8, WideMbps: 0.386, Wide: mixJob{Name: "wide",
+		Workers: []string{"h1", "h2", "h3", "h4"}, PS: "h5", INA: true, Iterations: 38, Bytes: 65536, ComputeSec: 0.005}}
+	phys, err := physicalCluster(topo, cal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nw := network(sim.DefaultSlotModel(), cal.Window, false)
+	sec, err := fitSwitchPacketSec(phys, nw, cal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sec <= 1e-3 {
+		t.Errorf("fitted %.1f µs per packet; the simulator needs more than 1 ms to slow this job to %.3f Mbit/s", sec*1e6, cal.WideMbps)
+	}
+	nw.SwitchPacketSec = sec
+	p := netpack.Placement{Job: &netpack.Job{ID: "wide", GPUs: 4, Iterations: 38,
+		Model: netpack.Model{Name: "synthetic", GradientBytes: 65536, ComputeSec: 0.005, ForwardSec: 0.005}}, INA: true}
+	p.PS, _ = phys.Machine("h5")
+	for _, h := range cal.Wide.Workers {
+		m, _ := phys.Machine(h)
+		p.Workers = append(p.Workers, netpack.Worker{Machine: m, GPUs: 1})
+	}
+	out, err := sim.Predict(phys.Model, []sim.MixJob{{Placement: p, Window: 8}}, nw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out[0].CommBps * 8 / 1e6; math.Abs(got-cal.WideMbps) > 0.01*cal.WideMbps {
+		t.Errorf("at the fitted %.1f µs per packet the simulator gives %.3f Mbit/s, measured %.3f", sec*1e6, got, cal.WideMbps)
 	}
 }
