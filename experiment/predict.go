@@ -194,16 +194,7 @@ func fitSwitchPacketSec(phys *scheduler.Cluster, nw sim.Network, cal calibration
 	if cal.WideMbps <= 0 {
 		return 0, nil // calibrated before the wide job existed
 	}
-	w := cal.Wide
-	p := netpack.Placement{Job: &netpack.Job{ID: w.Name, GPUs: len(w.Workers), Iterations: w.Iterations,
-		Model: netpack.Model{Name: "synthetic", GradientBytes: float64(w.Bytes), ComputeSec: w.ComputeSec, ForwardSec: w.ComputeSec}},
-		INA: w.INA}
-	p.PS, _ = phys.Machine(w.PS)
-	for _, h := range w.Workers {
-		m, _ := phys.Machine(h)
-		p.Workers = append(p.Workers, netpack.Worker{Machine: m, GPUs: 1})
-	}
-	slices.SortFunc(p.Workers, func(a, b netpack.Worker) int { return int(a.Machine) - int(b.Machine) })
+	p := placed(phys, cal.Wide)
 	mbps := func(sec float64) (float64, error) {
 		n := nw
 		n.SwitchPacketSec = sec
@@ -217,7 +208,7 @@ func fitSwitchPacketSec(phys *scheduler.Cluster, nw sim.Network, cal calibration
 		return 0, err
 	}
 	// The bracket grows until the simulator is slower than the measurement: BMv2 on a busy
-	// machine measured 0.8 ms per packet, and a fixed bound of 1 ms clipped one fit at it.
+	// machine needed 0.8-1.1 ms per packet, and a fixed bound of 1 ms clipped one fit at it.
 	lo, hi := 0.0, 1e-3
 	for {
 		got, err := mbps(hi)
@@ -245,6 +236,20 @@ func fitSwitchPacketSec(phys *scheduler.Cluster, nw sim.Network, cal calibration
 		}
 	}
 	return (lo + hi) / 2, nil
+}
+
+// placed is job w on phys as it ran: one GPU per worker host, workers in machine order.
+func placed(phys *scheduler.Cluster, w mixJob) netpack.Placement {
+	p := netpack.Placement{Job: &netpack.Job{ID: w.Name, GPUs: len(w.Workers), Iterations: w.Iterations,
+		Model: netpack.Model{Name: "synthetic", GradientBytes: float64(w.Bytes), ComputeSec: w.ComputeSec, ForwardSec: w.ComputeSec}},
+		INA: w.INA}
+	p.PS, _ = phys.Machine(w.PS)
+	for _, h := range w.Workers {
+		m, _ := phys.Machine(h)
+		p.Workers = append(p.Workers, netpack.Worker{Machine: m, GPUs: 1})
+	}
+	slices.SortFunc(p.Workers, func(a, b netpack.Worker) int { return int(a.Machine) - int(b.Machine) })
+	return p
 }
 
 type outcome struct{ mbps, jct float64 }

@@ -58,14 +58,7 @@ func TestFitSwitchPacketSecBeyondOneMillisecond(t *testing.T) {
 		t.Errorf("fitted %.1f µs per packet; the simulator needs more than 1 ms to slow this job to %.3f Mbit/s", sec*1e6, cal.WideMbps)
 	}
 	nw.SwitchPacketSec = sec
-	p := netpack.Placement{Job: &netpack.Job{ID: "wide", GPUs: 4, Iterations: 38,
-		Model: netpack.Model{Name: "synthetic", GradientBytes: 65536, ComputeSec: 0.005, ForwardSec: 0.005}}, INA: true}
-	p.PS, _ = phys.Machine("h5")
-	for _, h := range cal.Wide.Workers {
-		m, _ := phys.Machine(h)
-		p.Workers = append(p.Workers, netpack.Worker{Machine: m, GPUs: 1})
-	}
-	out, err := sim.Predict(phys.Model, []sim.MixJob{{Placement: p, Window: 8}}, nw)
+	out, err := sim.Predict(phys.Model, []sim.MixJob{{Placement: placed(phys, cal.Wide), Window: 8}}, nw)
 	if err != nil {
 		t.Fatal(err)
 	}

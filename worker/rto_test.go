@@ -206,18 +206,7 @@ func TestStallGivesNoRTTSample(t *testing.T) {
 // chunks (here rank 0 loses every fifth chunk's first transmission): a floor of 4 made make
 // bench's tail loop at 5% loss twice as slow.
 func TestWindowFloorUnderRandomLoss(t *testing.T) {
-	const chunks = 160
-	var mu sync.Mutex
-	dropped := map[uint32]bool{}
-	s := runWindow(t, 2, chunks, 16, links{toPS: func(rank int, f *wire.Frame) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		if q := f.INA.Seq; rank == 0 && q%5 == 0 && !dropped[q] {
-			dropped[q] = true
-			return false
-		}
-		return true
-	}})[0]
+	s := runWindow(t, 2, 160, 16, everyFifthLost())[0]
 	if s.WindowCuts < 4 || s.Window < 8 {
 		t.Errorf("rank 0: %d cuts, window %.2f at the end: want several cuts and the window at its floor of 8 or above", s.WindowCuts, s.Window)
 	}
@@ -226,10 +215,17 @@ func TestWindowFloorUnderRandomLoss(t *testing.T) {
 // A job of 8 slots still halves its window under loss: the floor is at most half the slots. A floor
 // of 8 left such a job (make validate's) with no congestion response at all.
 func TestSmallWindowStillHalves(t *testing.T) {
-	const chunks = 160
+	s := runTimed(t, 2, 160, everyFifthLost())[0]
+	if s.WindowCuts < 4 || s.Window >= 8 {
+		t.Errorf("rank 0: %d cuts, window %.2f at the end of 8 slots: want several cuts and the window below 8", s.WindowCuts, s.Window)
+	}
+}
+
+// everyFifthLost loses the first transmission of every fifth chunk rank 0 sends.
+func everyFifthLost() links {
 	var mu sync.Mutex
 	dropped := map[uint32]bool{}
-	s := runTimed(t, 2, chunks, links{toPS: func(rank int, f *wire.Frame) bool {
+	return links{toPS: func(rank int, f *wire.Frame) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		if q := f.INA.Seq; rank == 0 && q%5 == 0 && !dropped[q] {
@@ -237,8 +233,5 @@ func TestSmallWindowStillHalves(t *testing.T) {
 			return false
 		}
 		return true
-	}})[0]
-	if s.WindowCuts < 4 || s.Window >= 8 {
-		t.Errorf("rank 0: %d cuts, window %.2f at the end of 8 slots: want several cuts and the window below 8", s.WindowCuts, s.Window)
-	}
+	}}
 }
