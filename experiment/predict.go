@@ -106,21 +106,13 @@ func predict(res *results) error {
 			}
 			var ps []netpack.Placement
 			for _, mj := range m.Jobs {
-				md := windowed(netpack.Model{Name: "synthetic", GradientBytes: float64(mj.Bytes), ComputeSec: mj.ComputeSec},
-					cal.windowBps(res.Window))
-				p := netpack.Placement{Job: &netpack.Job{ID: mj.Name, GPUs: len(mj.Workers), Model: md, Iterations: mj.Iterations},
-					INA: mj.INA, Priority: uint8(mj.Priority)}
+				p := placed(c, mj)
+				p.Job.Model = windowed(p.Job.Model, cal.windowBps(res.Window))
 				if r := byName[mj.Name]; r != nil && r.SwitchPriority != nil {
 					// Rank as the switches did: two priorities the service scaled to one
 					// priority_cap do not preempt each other there.
 					p.Priority = uint8(*r.SwitchPriority)
 				}
-				p.PS, _ = c.Machine(mj.PS)
-				for _, w := range mj.Workers {
-					mid, _ := c.Machine(w)
-					p.Workers = append(p.Workers, netpack.Worker{Machine: mid, GPUs: 1})
-				}
-				slices.SortFunc(p.Workers, func(a, b netpack.Worker) int { return int(a.Machine) - int(b.Machine) })
 				ps = append(ps, p)
 			}
 			for id, o := range fluidRun(c.Model, ps, sm.Sharing()) {
@@ -134,8 +126,7 @@ func predict(res *results) error {
 			for i := range m.Jobs {
 				p := ps[i]
 				job := *p.Job
-				job.Model = netpack.Model{Name: "synthetic", GradientBytes: float64(m.Jobs[i].Bytes), ComputeSec: m.Jobs[i].ComputeSec,
-					ForwardSec: m.Jobs[i].ComputeSec}
+				job.Model = synthetic(m.Jobs[i])
 				p.Job = &job
 				mj := sim.MixJob{Placement: p, Window: float64(res.Window)}
 				if r := byName[job.ID]; r != nil {
@@ -238,18 +229,23 @@ func fitSwitchPacketSec(phys *scheduler.Cluster, nw sim.Network, cal calibration
 	return (lo + hi) / 2, nil
 }
 
-// placed is job w on phys as it ran: one GPU per worker host, workers in machine order.
-func placed(phys *scheduler.Cluster, w mixJob) netpack.Placement {
-	p := netpack.Placement{Job: &netpack.Job{ID: w.Name, GPUs: len(w.Workers), Iterations: w.Iterations,
-		Model: netpack.Model{Name: "synthetic", GradientBytes: float64(w.Bytes), ComputeSec: w.ComputeSec, ForwardSec: w.ComputeSec}},
-		INA: w.INA}
-	p.PS, _ = phys.Machine(w.PS)
+// placed is job w on c as it ran (c's machines are the topology's, whatever its link model): one
+// GPU per worker host, workers in machine order, the synthetic model without a window.
+func placed(c *scheduler.Cluster, w mixJob) netpack.Placement {
+	p := netpack.Placement{Job: &netpack.Job{ID: w.Name, GPUs: len(w.Workers), Iterations: w.Iterations, Model: synthetic(w)},
+		INA: w.INA, Priority: uint8(w.Priority)}
+	p.PS, _ = c.Machine(w.PS)
 	for _, h := range w.Workers {
-		m, _ := phys.Machine(h)
+		m, _ := c.Machine(h)
 		p.Workers = append(p.Workers, netpack.Worker{Machine: m, GPUs: 1})
 	}
 	slices.SortFunc(p.Workers, func(a, b netpack.Worker) int { return int(a.Machine) - int(b.Machine) })
 	return p
+}
+
+// synthetic is job w's model: its gradient, and its compute as the forward pass too.
+func synthetic(w mixJob) netpack.Model {
+	return netpack.Model{Name: "synthetic", GradientBytes: float64(w.Bytes), ComputeSec: w.ComputeSec, ForwardSec: w.ComputeSec}
 }
 
 type outcome struct{ mbps, jct float64 }

@@ -58,7 +58,7 @@ func TestFitSwitchPacketSecBeyondOneMillisecond(t *testing.T) {
 		t.Errorf("fitted %.1f µs per packet; the simulator needs more than 1 ms to slow this job to %.3f Mbit/s", sec*1e6, cal.WideMbps)
 	}
 	nw.SwitchPacketSec = sec
-	out, err := sim.Predict(phys.Model, []sim.MixJob{{Placement: placed(phys, cal.Wide), Window: 8}}, nw)
+	out, err := sim.Predict(phys.Model, []sim.MixJob{{Placement: placed(phys, cal.Wide), Window: float64(cal.Window)}}, nw)
 	if err != nil {
 		t.Fatal(err)
 	}
