@@ -13,7 +13,9 @@
 #     forwarding rate;
 #   - the all-reduce path's limit: ina-bench path moves the frames of a 4-worker job (INA frames,
 #     a send and a receive per chunk at each worker, 4 in and 1 out at the switch, 1 in and 1 out at
-#     the PS, 4 out at the switch) through the same veths and processes, doing nothing else;
+#     the PS, 4 out at the switch) through the same veths and processes, doing nothing else; the
+#     mean of two runs, one just before and one just after the 4-worker job it is the limit of
+#     (runs of 2 s alone swung 93-134 Mbit/s in a row, runs of 6 s 110-115);
 #   - all-reduce goodput per worker, one job of 2, 4 and 8 workers, 1 MiB tensors, no rate limit,
 #     through the reference switch, and 4 workers through BMv2 with 256 KiB tensors (it forwards an
 #     order of magnitude slower; goodput is a rate) (ina-demo; every result checked exact);
@@ -26,8 +28,8 @@
 #   - the PS merge rate against copy() of the same bytes (Go benchmarks, per second of CPU time).
 # Knobs: BENCH_REPS (5), BENCH_SIZE (values, 262144 = 1 MiB), BENCH_ITERS (20: the first, which
 # waits for the peers to start, is left out, and the window has long reached its size),
-# BENCH_BMV2_SIZE (65536), BENCH_BMV2_ITERS (8), BENCH_RATE (Mbit/s per port for INA vs no INA, 20), BENCH_FWD_SECONDS (1),
-# BENCH_PATH_SECONDS (2), BENCH_TAIL_SIZE (262144), BENCH_TAIL_ITERS (200), BENCH_OUT (also write
+# BENCH_BMV2_SIZE (65536), BENCH_BMV2_ITERS (4), BENCH_RATE (Mbit/s per port for INA vs no INA, 20), BENCH_FWD_SECONDS (1),
+# BENCH_PATH_SECONDS (3, each half), BENCH_TAIL_SIZE (262144), BENCH_TAIL_ITERS (200), BENCH_OUT (also write
 # the table there, e.g. docs/bench.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,11 +38,11 @@ GO=${GO:-go}
 REPS=${BENCH_REPS:-5}
 SIZE=${BENCH_SIZE:-262144}
 ITERS=${BENCH_ITERS:-20}
-BMV2_ITERS=${BENCH_BMV2_ITERS:-8}
+BMV2_ITERS=${BENCH_BMV2_ITERS:-4}
 BMV2_SIZE=${BENCH_BMV2_SIZE:-65536}
 RATE=${BENCH_RATE:-20}
 FWD=${BENCH_FWD_SECONDS:-1}
-PATHS=${BENCH_PATH_SECONDS:-2}
+PATHS=${BENCH_PATH_SECONDS:-3}
 TAIL_SIZE=${BENCH_TAIL_SIZE:-262144}
 TAIL_ITERS=${BENCH_TAIL_ITERS:-200}
 out=$(mktemp -d)
@@ -74,6 +76,12 @@ demo() { # $1 = name, then ina-demo flags; leaves the run's output in $out/$name
   if [ "$n" != 0 ]; then notes+=("kernel receive-ring drops in round $rep's $name run: $n"); fi
 }
 goodput() { grep -o 'goodput_mbps=[0-9.]*' "$out/$1.txt" | head -1 | cut -d= -f2; }
+limit() { # $1 = before or after: one half of the 4-worker path's limit, appended to $out/path.txt
+  progress "the all-reduce path's limit, 4 workers ($1)"
+  if [ "$1" = before ]; then : >"$out/path.txt"; fi
+  "$BUILD/bin/ina-bench" path -workers 4 -window 64 -duration "${PATHS}s" |
+    awk '$1 == "path:" { sub("goodput_mbps=", "", $3); print $3 }' >>"$out/path.txt"
+}
 
 # The PS merge benchmark, built once, run once per round.
 $GO test -c -o "$out/ps.test" ./ps
@@ -87,14 +95,17 @@ for rep in $(seq 1 "$REPS"); do
       "$out/fwd.txt" >>"$samples"
     if [ "$rep" = 1 ] && grep -q '^SKIP' "$out/fwd.txt"; then notes+=("$(grep '^SKIP' "$out/fwd.txt")"); fi
 
-    progress "the all-reduce path's limit, 4 workers"
-    "$BUILD/bin/ina-bench" path -workers 4 -window 64 -duration "${PATHS}s" >"$out/path.txt"
-    sample path4 "$(awk '$1 == "path:" { sub("goodput_mbps=", "", $3); print $3 }' "$out/path.txt")"
-
+    # The 4-worker job's limit is measured in two halves, just before and just after it: this
+    # host's speed drifts over minutes, and the pair should see the same host.
     common=(-seed 1 -iters "$ITERS" -compute 0 -active-slots 64 -window 64)
     for n in 4 2 8; do
+      if [ "$n" = 4 ]; then limit before; fi
       progress "all-reduce goodput, $n workers, reference switch"
       demo "ref$n" -switch ref -job "1:$n:1" -size "$SIZE" "${common[@]}" && sample "gp_ref$n" "$(goodput "ref$n")"
+      if [ "$n" = 4 ]; then
+        limit after
+        sample path4 "$(awk '{ s += $1 } END { if (NR == 2) print s / 2 }' "$out/path.txt")"
+      fi
       if [ "$n" = 4 ] && [ -z "$BMV2_SKIP" ]; then
         progress "all-reduce goodput, 4 workers, $BMV2_NAME"
         PATH="$(dirname "$BMV2_BIN"):$PATH" demo bmv2 -switch bmv2 -bmv2-json "$BUILD/ina.json" -job 1:4:1 \
@@ -159,7 +170,7 @@ iteration all-reduce, $T, 5% loss: max|tail0.05_max_ms|ms|p50|tail0.05_p50_ms|
 iteration goodput/worker, $T, 1% loss|tail0.01_goodput|Mbit/s|clean|tail0_goodput|
 iteration goodput/worker, $T, 5% loss|tail0.05_goodput|Mbit/s|clean|tail0_goodput|
 PS merge, 8 workers, no INA|merge|GB/s (CPU)|copy()|copy|>= 0.25
-note|The path's limit: ina-bench path, the 4-worker job's frames and ring operations through the same veths and processes with nothing else done.
+note|The path's limit: ina-bench path, the 4-worker job's frames and ring operations through the same veths and processes with nothing else done, ${PATHS} s just before the job and ${PATHS} s just after it.
 note|slow iterations (over 1.5x p50) of $TAIL_ITERS, per round: clean {tail0_slow}, of which waited on the timer {tail0_slow_timer}, on a fast retransmission {tail0_slow_fast}, on a window cut {tail0_slow_cut}, on none of them {tail0_slow_none}
 note|  1% loss {tail0.01_slow}: timer {tail0.01_slow_timer}, fast retransmission {tail0.01_slow_fast}, window cut {tail0.01_slow_cut}, none {tail0.01_slow_none}
 note|  5% loss {tail0.05_slow}: timer {tail0.05_slow_timer}, fast retransmission {tail0.05_slow_fast}, window cut {tail0.05_slow_cut}, none {tail0.05_slow_none}
