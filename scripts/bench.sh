@@ -15,7 +15,8 @@
 #     a send and a receive per chunk at each worker, 4 in and 1 out at the switch, 1 in and 1 out at
 #     the PS, 4 out at the switch) through the same veths and processes, doing nothing else; the
 #     mean of two runs, one just before and one just after the 4-worker job it is the limit of
-#     (runs of 2 s alone swung 93-134 Mbit/s in a row, runs of 6 s 110-115);
+#     (runs of 2 s alone swung 93-134 Mbit/s in a row, runs of 6 s 110-115, and the host's speed
+#     drifts over minutes: the pair should see the same host);
 #   - all-reduce goodput per worker, one job of 2, 4 and 8 workers, 1 MiB tensors, no rate limit,
 #     through the reference switch, and 4 workers through BMv2 with 256 KiB tensors (it forwards an
 #     order of magnitude slower; goodput is a rate) (ina-demo; every result checked exact);
@@ -32,6 +33,9 @@
 # BENCH_PATH_SECONDS (3, each half), BENCH_TAIL_SIZE (262144), BENCH_TAIL_ITERS (200), BENCH_OUT (also write
 # the table there, e.g. docs/bench.md).
 set -euo pipefail
+# The whole script is one block, read before any of it runs: bash otherwise reads a script as it
+# goes, and an edit to this file during the 12 minutes a bench takes broke the run at its end.
+{
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 GO=${GO:-go}
@@ -95,8 +99,6 @@ for rep in $(seq 1 "$REPS"); do
       "$out/fwd.txt" >>"$samples"
     if [ "$rep" = 1 ] && grep -q '^SKIP' "$out/fwd.txt"; then notes+=("$(grep '^SKIP' "$out/fwd.txt")"); fi
 
-    # The 4-worker job's limit is measured in two halves, just before and just after it: this
-    # host's speed drifts over minutes, and the pair should see the same host.
     common=(-seed 1 -iters "$ITERS" -compute 0 -active-slots 64 -window 64)
     for n in 4 2 8; do
       if [ "$n" = 4 ]; then limit before; fi
@@ -197,3 +199,5 @@ if [ -n "${BENCH_OUT:-}" ]; then
     echo '```'
   } >"$BENCH_OUT"
 fi
+exit
+}
