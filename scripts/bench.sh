@@ -80,11 +80,10 @@ demo() { # $1 = name, then ina-demo flags; leaves the run's output in $out/$name
   if [ "$n" != 0 ]; then notes+=("kernel receive-ring drops in round $rep's $name run: $n"); fi
 }
 goodput() { grep -o 'goodput_mbps=[0-9.]*' "$out/$1.txt" | head -1 | cut -d= -f2; }
-limit() { # $1 = before or after: one half of the 4-worker path's limit, appended to $out/path.txt
+limit() { # $1 = before or after the job: one run of the 4-worker path's limit, its Mbit/s on stdout
   progress "the all-reduce path's limit, 4 workers ($1)"
-  if [ "$1" = before ]; then : >"$out/path.txt"; fi
   "$BUILD/bin/ina-bench" path -workers 4 -window 64 -duration "${PATHS}s" |
-    awk '$1 == "path:" { sub("goodput_mbps=", "", $3); print $3 }' >>"$out/path.txt"
+    awk '$1 == "path:" { sub("goodput_mbps=", "", $3); print $3 }'
 }
 
 # The PS merge benchmark, built once, run once per round.
@@ -101,17 +100,17 @@ for rep in $(seq 1 "$REPS"); do
 
     common=(-seed 1 -iters "$ITERS" -compute 0 -active-slots 64 -window 64)
     for n in 4 2 8; do
-      if [ "$n" = 4 ]; then limit before; fi
+      if [ "$n" = 4 ]; then before=$(limit before); fi
       progress "all-reduce goodput, $n workers, reference switch"
       demo "ref$n" -switch ref -job "1:$n:1" -size "$SIZE" "${common[@]}" && sample "gp_ref$n" "$(goodput "ref$n")"
       if [ "$n" = 4 ]; then
-        limit after
-        sample path4 "$(awk '{ s += $1 } END { if (NR == 2) print s / 2 }' "$out/path.txt")"
-      fi
-      if [ "$n" = 4 ] && [ -z "$BMV2_SKIP" ]; then
-        progress "all-reduce goodput, 4 workers, $BMV2_NAME"
-        PATH="$(dirname "$BMV2_BIN"):$PATH" demo bmv2 -switch bmv2 -bmv2-json "$BUILD/ina.json" -job 1:4:1 \
-          -size "$BMV2_SIZE" "${common[@]}" -iters "$BMV2_ITERS" && sample gp_bmv24 "$(goodput bmv2)"
+        after=$(limit after)
+        sample path4 "$(awk -v a="$before" -v b="$after" 'BEGIN { if (a != "" && b != "") print (a + b) / 2 }')"
+        if [ -z "$BMV2_SKIP" ]; then
+          progress "all-reduce goodput, 4 workers, $BMV2_NAME"
+          PATH="$(dirname "$BMV2_BIN"):$PATH" demo bmv2 -switch bmv2 -bmv2-json "$BUILD/ina.json" -job 1:4:1 \
+            -size "$BMV2_SIZE" "${common[@]}" -iters "$BMV2_ITERS" && sample gp_bmv24 "$(goodput bmv2)"
+        fi
       fi
     done
 
