@@ -153,11 +153,21 @@ func (c *Controller) pollLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		for _, name := range c.order {
-			if _, err := c.Poll(ctx, name); err != nil && !errors.Is(err, context.Canceled) {
-				c.log.Debug("poll", "switch", name, "err", err)
-			}
-		}
+		c.PollAll(ctx)
+	}
+}
+
+// PollAll polls every switch now; a switch that cannot be read keeps its last snapshot (Status
+// tells when it was taken).
+func (c *Controller) PollAll(ctx context.Context) {
+	for _, name := range c.order {
+		c.poll(ctx, name)
+	}
+}
+
+func (c *Controller) poll(ctx context.Context, name string) {
+	if _, err := c.Poll(ctx, name); err != nil && !errors.Is(err, context.Canceled) {
+		c.log.Debug("poll", "switch", name, "err", err)
 	}
 }
 

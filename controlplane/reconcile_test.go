@@ -47,15 +47,19 @@ func TestRestoresRestartedSwitch(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	waitFor(t, "first install", func() bool { return installed(ref.Switch) })
+	// The poll interval is an hour: a snapshot now is the one read as the session began.
+	waitFor(t, "counters read on connecting", func() bool { return c.Status()[0].Snapshot != nil })
 	ref.Stop()
 	waitFor(t, "controller to notice", func() bool { return !c.Status()[0].Connected })
 
+	reconnected := time.Now()
 	again := refswitchtest.Serve(t, ref.Addr)
 	if installed(again.Switch) {
 		t.Fatal("new switch is not empty")
 	}
 	waitFor(t, "reinstall on the restarted switch", func() bool { return installed(again.Switch) })
 	checkJob5(t, again.Switch)
+	waitFor(t, "counters read on reconnecting", func() bool { return c.Status()[0].Snapshot.Time.After(reconnected) })
 	st := c.Status()[0]
 	if st.Connects < 2 || st.PipelinePushes < 2 {
 		t.Fatalf("status after restart: %+v", st)

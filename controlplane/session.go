@@ -132,6 +132,7 @@ func (c *Controller) runSwitch(ctx context.Context, st *switchState) {
 		every = 30 * time.Second
 	}
 	backoff := minBackoff
+	var polled *Conn
 	for ctx.Err() == nil {
 		if _, err := c.Reconcile(ctx, st.sc.Name); err != nil {
 			if ctx.Err() != nil {
@@ -154,6 +155,12 @@ func (c *Controller) runSwitch(ctx context.Context, st *switchState) {
 		lost := make(<-chan struct{})
 		if conn != nil {
 			lost = conn.Done()
+		}
+		if conn != polled {
+			// A new session's counters are read at once, not a poll interval later, so the
+			// metrics and the job API have a snapshot as soon as the switch is in sync.
+			polled = conn
+			c.poll(ctx, st.sc.Name)
 		}
 		select {
 		case <-ctx.Done():

@@ -42,7 +42,7 @@ func (r *chaosRun) leaks(ctx context.Context) []leak {
 		for _, j := range ctlJobs {
 			out = append(out, leak{what: fmt.Sprintf("controller: job entries of switch job %d", j.ID), job: bySwitchJob[j.ID]})
 		}
-		sts, err := r.ctl.Status(cctx)
+		sts, err := r.ctl.FreshStatus(cctx) // the slots now, not as last polled
 		if err != nil {
 			out = append(out, leak{what: "controller status: " + err.Error()})
 		}

@@ -32,6 +32,7 @@ var statusColumns = []string{"claimed", "aggregated", "completed", "duplicate", 
 func cmdStatus(args []string) error {
 	fs := flag.NewFlagSet("status", flag.ExitOnError)
 	cf := clientFlags(fs)
+	fresh := fs.Bool("fresh", false, "read every switch's counters and slots now instead of showing the last poll's")
 	fs.Parse(args)
 	c, err := cli.NewClient(cf.Config(), api.NewClient)
 	if err != nil {
@@ -39,7 +40,11 @@ func cmdStatus(args []string) error {
 	}
 	ctx, cancel := reqCtx()
 	defer cancel()
-	sts, err := c.Status(ctx)
+	status := c.Status
+	if *fresh {
+		status = c.FreshStatus
+	}
+	sts, err := status(ctx)
 	if err != nil {
 		return err
 	}

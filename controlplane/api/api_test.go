@@ -119,6 +119,17 @@ func TestJobAPI(t *testing.T) {
 	if err != nil || len(sts) != 1 || !sts[0].Connected {
 		t.Fatalf("status %+v %v", sts, err)
 	}
+	// The controller was applied, not run: nothing has polled the switch until a fresh status.
+	if sts[0].Snapshot != nil {
+		t.Fatalf("snapshot before any poll: %+v", sts[0].Snapshot)
+	}
+	asked := time.Now()
+	if sts, err = cl.FreshStatus(ctx); err != nil || len(sts) != 1 || sts[0].Snapshot == nil || sts[0].Snapshot.Time.Before(asked) {
+		t.Fatalf("fresh status %+v %v", sts, err)
+	}
+	if _, ok := sts[0].Snapshot.JobEvents[5]; !ok {
+		t.Fatalf("fresh status has no counters of job 5: %+v", sts[0].Snapshot)
+	}
 }
 
 func TestTokenRequired(t *testing.T) {
@@ -144,6 +155,7 @@ func TestBadRequests(t *testing.T) {
 		{"POST", "/v1/jobs", `{"id": 9, "bogus": 1}`},
 		{"PATCH", "/v1/jobs/5", `{}`},
 		{"DELETE", "/v1/jobs/abc", ``},
+		{"GET", "/v1/status?fresh=maybe", ``},
 	} {
 		req, _ := http.NewRequest(tc.method, cl.Base+tc.path, strings.NewReader(tc.body))
 		resp, err := http.DefaultClient.Do(req)

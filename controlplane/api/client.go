@@ -102,10 +102,16 @@ func (c *Client) RemoveJob(ctx context.Context, id int) error {
 	return c.Do(ctx, http.MethodDelete, fmt.Sprintf("/v1/jobs/%d", id), nil, nil)
 }
 
-// Status returns the switches' status.
+// Status returns the switches' status, with the counters the controller read last.
 func (c *Client) Status(ctx context.Context) ([]cp.SwitchStatus, error) {
 	var out []cp.SwitchStatus
 	return out, c.Do(ctx, http.MethodGet, "/v1/status", nil, &out)
+}
+
+// FreshStatus is Status with every switch's counters and slots read for this request.
+func (c *Client) FreshStatus(ctx context.Context) ([]cp.SwitchStatus, error) {
+	var out []cp.SwitchStatus
+	return out, c.Do(ctx, http.MethodGet, "/v1/status?fresh=true", nil, &out)
 }
 
 // CertPool reads a PEM file of CA certificates, for the clients and servers of the cluster's

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	cp "github.com/inapack/inapack/controlplane"
 )
@@ -19,6 +20,7 @@ type Backend interface {
 	UpdateJob(ctx context.Context, id int, priorityCap *int, ina *bool) error
 	RemoveJob(ctx context.Context, id int) error
 	Status() []cp.SwitchStatus
+	PollAll(ctx context.Context)
 }
 
 // JobPatch is the body of PATCH /v1/jobs/{id}; absent fields are left unchanged.
@@ -39,7 +41,8 @@ type Error struct {
 //	GET    /v1/jobs/{id}    one job
 //	PATCH  /v1/jobs/{id}    change priority_cap and/or ina
 //	DELETE /v1/jobs/{id}    remove the job: its entries and the slots it holds
-//	GET    /v1/status       switches, sessions, last counters and slots
+//	GET    /v1/status       switches, sessions, last counters and slots (?fresh=true: read
+//	                        every switch's counters and slots first)
 //
 // A non-empty token is required as "Authorization: Bearer <token>" on every request.
 func Handler(b Backend, token string, log *slog.Logger) http.Handler {
@@ -179,6 +182,16 @@ func (h *handler) remove(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) status(w http.ResponseWriter, r *http.Request) {
+	if q := r.URL.Query().Get("fresh"); q != "" {
+		fresh, err := strconv.ParseBool(q)
+		if err != nil {
+			WriteJSON(w, http.StatusBadRequest, Error{fmt.Sprintf("fresh=%q: want true or false", q)})
+			return
+		}
+		if fresh {
+			h.b.PollAll(r.Context())
+		}
+	}
 	WriteJSON(w, http.StatusOK, h.b.Status())
 }
 
