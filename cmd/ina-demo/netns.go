@@ -48,25 +48,22 @@ func (t *topology) addHost(name string, port int, mac, ip string) (host, error) 
 	}
 	t.owned.addLink(h.link)
 	t.hosts = append(t.hosts, h)
+	// One ip(8) or sysctl(8) run per step that needs one: a demo sets up every host before each
+	// run, and the bench starts dozens of demos.
 	steps := [][]string{
 		{"link", "set", h.link + "h", "netns", h.name},
-		{"-n", h.name, "link", "set", h.link + "h", "name", "eth0"},
-		{"-n", h.name, "link", "set", "eth0", "address", mac},
-		{"-n", h.name, "link", "set", "eth0", "mtu", "9500"},
-		{"link", "set", h.link, "mtu", "9500"},
-		{"-n", h.name, "link", "set", "eth0", "up"},
+		{"-n", h.name, "link", "set", h.link + "h", "name", "eth0", "address", mac, "mtu", "9500", "up"},
 		{"-n", h.name, "link", "set", "lo", "up"},
-		{"link", "set", h.link, "up"},
+		{"link", "set", h.link, "mtu", "9500", "up"},
 	}
 	for _, s := range steps {
 		if err := ipCmd(s...); err != nil {
 			return h, err
 		}
 	}
-	for _, dev := range []string{"all", "default", "eth0"} {
-		_ = exec.Command("ip", "netns", "exec", h.name, "sysctl", "-qw", "net.ipv6.conf."+dev+".disable_ipv6=1").Run()
-	}
-	_ = exec.Command("sysctl", "-qw", "net.ipv6.conf."+h.link+".disable_ipv6=1").Run()
+	_ = exec.Command("ip", "netns", "exec", h.name, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
+		"net.ipv6.conf.default.disable_ipv6=1", "net.ipv6.conf.eth0.disable_ipv6=1").Run()
+	_ = os.WriteFile("/proc/sys/net/ipv6/conf/"+h.link+"/disable_ipv6", []byte("1"), 0o644)
 	return h, nil
 }
 

@@ -40,7 +40,7 @@ func (d *demo) startController(ctx context.Context) error {
 			return fmt.Errorf("the controller did not get the switch ready (%v %s)\n%s", ctx.Err(), last, p.Tail(10))
 		case <-p.Done():
 			return p.Exited()
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
@@ -74,8 +74,8 @@ func (d *demo) listeningController(ctx context.Context) (*procs.Proc, error) {
 	}
 }
 
-// snapshotWait bounds the wait for a counter snapshot newer than some moment. The controller polls
-// every 500 ms; the margin is for a machine busy with the switch and the agents.
+// snapshotWait bounds the wait for a counter snapshot read after some moment. A fresh status reads
+// the switch at once; the margin is for a switch too busy to answer, whose read is then retried.
 const snapshotWait = 20 * time.Second
 
 // workerResult is the parsed worker-summary line of one worker.
@@ -194,7 +194,7 @@ func (d *demo) runJobs(ctx context.Context) error {
 					}
 				}
 				mu.Unlock()
-				if snap := d.snapshot(ctx, c); snap != nil {
+				if snap := d.snapshot(ctx, c.Status); snap != nil {
 					ev := snap.Events
 					line += fmt.Sprintf(" | switch: completed=%d collision=%d preempted=%d", ev["completed"], ev["collision"], ev["preempted"])
 				}
@@ -204,10 +204,10 @@ func (d *demo) runJobs(ctx context.Context) error {
 	}
 	finished := time.Now()
 	elapsed := finished.Sub(start)
-	// A snapshot taken after the last packet, so the counters are final.
+	// A snapshot read after the last packet, so the counters are final.
 	var snap *cp.Snapshot
 	for deadline := time.Now().Add(snapshotWait); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if snap = d.snapshot(ctx, c); snap != nil && snap.Time.After(finished) {
+		if snap = d.snapshot(ctx, c.FreshStatus); snap != nil && snap.Time.After(finished) {
 			break
 		}
 	}
@@ -233,7 +233,7 @@ func (d *demo) removeKilled(ctx context.Context, c *api.Client, snap *cp.Snapsho
 	}
 	removed := time.Now()
 	for deadline := removed.Add(snapshotWait); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		s := d.snapshot(ctx, c)
+		s := d.snapshot(ctx, c.FreshStatus)
 		if s != nil && s.Time.After(removed) {
 			if s.SlotsErr != "" {
 				return "", fmt.Errorf("the controller cannot read slot registers: %s", s.SlotsErr)
@@ -247,10 +247,12 @@ func (d *demo) removeKilled(ctx context.Context, c *api.Client, snap *cp.Snapsho
 	return "", fmt.Errorf("no counter snapshot after removing job %d", d.killJob)
 }
 
-func (d *demo) snapshot(ctx context.Context, c *api.Client) *cp.Snapshot {
+// snapshot is the switch's counters from status (the client's Status or FreshStatus), nil if the
+// controller could not be asked.
+func (d *demo) snapshot(ctx context.Context, status func(context.Context) ([]cp.SwitchStatus, error)) *cp.Snapshot {
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	sts, err := c.Status(cctx)
+	sts, err := status(cctx)
 	if err != nil || len(sts) != 1 {
 		return nil
 	}

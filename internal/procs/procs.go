@@ -135,7 +135,7 @@ func WaitTCP(ctx context.Context, addr string, p *Proc) error {
 			return fmt.Errorf("%s did not listen on %s: %w", p.Name, addr, ctx.Err())
 		case <-p.done:
 			return p.Exited()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(25 * time.Millisecond):
 		}
 	}
 }
