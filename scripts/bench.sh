@@ -34,7 +34,7 @@
 # the table there, e.g. docs/bench.md).
 set -euo pipefail
 # The whole script is one block, read before any of it runs: bash otherwise reads a script as it
-# goes, and an edit to this file during the 12 minutes a bench takes broke the run at its end.
+# goes, and an edit to this file during the quarter of an hour a bench takes broke the run at its end.
 {
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
