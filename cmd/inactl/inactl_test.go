@@ -204,6 +204,9 @@ func TestRunCommand(t *testing.T) {
 	if out := inactl("status"); !strings.Contains(out, "connected") || !strings.Contains(out, "claimed") {
 		t.Fatalf("status:\n%s", out)
 	}
+	if out := inactl("status", "--fresh"); !strings.Contains(out, "connected") || !strings.Contains(out, "claimed") {
+		t.Fatalf("status --fresh:\n%s", out)
+	}
 }
 
 func buildInactl(t *testing.T) string {
