@@ -74,6 +74,9 @@ func (d *demo) listeningController(ctx context.Context) (*procs.Proc, error) {
 	}
 }
 
+// progressEvery is how often a progress line is printed while the jobs run.
+const progressEvery = 2 * time.Second
+
 // snapshotWait bounds the wait for a counter snapshot read after some moment. A fresh status reads
 // the switch at once; the margin is for a switch too busy to answer, whose read is then retried.
 const snapshotWait = 20 * time.Second
@@ -169,7 +172,7 @@ func (d *demo) runJobs(ctx context.Context) error {
 		}
 	}
 	c := api.NewClient(d.apiAddr, "")
-	tick := time.NewTicker(2 * time.Second)
+	tick := time.NewTicker(progressEvery)
 	defer tick.Stop()
 	for _, p := range workers {
 	wait:
@@ -194,7 +197,8 @@ func (d *demo) runJobs(ctx context.Context) error {
 					}
 				}
 				mu.Unlock()
-				if snap := d.snapshot(ctx, c.Status); snap != nil {
+				// The switch's counters as last polled, when that was since the previous line.
+				if snap := d.snapshot(ctx, c.Status); snap != nil && time.Since(snap.Time) < progressEvery {
 					ev := snap.Events
 					line += fmt.Sprintf(" | switch: completed=%d collision=%d preempted=%d", ev["completed"], ev["collision"], ev["preempted"])
 				}
@@ -248,9 +252,10 @@ func (d *demo) removeKilled(ctx context.Context, c *api.Client, snap *cp.Snapsho
 }
 
 // snapshot is the switch's counters from status (the client's Status or FreshStatus), nil if the
-// controller could not be asked.
+// controller could not be asked. The timeout leaves room for a fresh read on BMv2, whose slot
+// registers are read through simple_switch_CLI.
 func (d *demo) snapshot(ctx context.Context, status func(context.Context) ([]cp.SwitchStatus, error)) *cp.Snapshot {
-	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	sts, err := status(cctx)
 	if err != nil || len(sts) != 1 {
