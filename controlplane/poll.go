@@ -161,11 +161,12 @@ func (c *Controller) pollLoop(ctx context.Context) {
 // tells when it was taken).
 func (c *Controller) PollAll(ctx context.Context) {
 	for _, name := range c.order {
-		c.poll(ctx, name)
+		c.tryPoll(ctx, name)
 	}
 }
 
-func (c *Controller) poll(ctx context.Context, name string) {
+// tryPoll is Poll for the controller's own loops, which have no caller to return an error to.
+func (c *Controller) tryPoll(ctx context.Context, name string) {
 	if _, err := c.Poll(ctx, name); err != nil && !errors.Is(err, context.Canceled) {
 		c.log.Debug("poll", "switch", name, "err", err)
 	}

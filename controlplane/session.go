@@ -160,7 +160,7 @@ func (c *Controller) runSwitch(ctx context.Context, st *switchState) {
 			// A new session's counters are read at once, not a poll interval later, so the
 			// metrics and the job API have a snapshot as soon as the switch is in sync.
 			polled = conn
-			c.poll(ctx, st.sc.Name)
+			c.tryPoll(ctx, st.sc.Name)
 		}
 		select {
 		case <-ctx.Done():

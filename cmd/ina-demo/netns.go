@@ -48,8 +48,8 @@ func (t *topology) addHost(name string, port int, mac, ip string) (host, error) 
 	}
 	t.owned.addLink(h.link)
 	t.hosts = append(t.hosts, h)
-	// One ip(8) or sysctl(8) run per step that needs one: a demo sets up every host before each
-	// run, and the bench starts dozens of demos.
+	// Several attributes per ip(8) run, and one sysctl(8) run in the namespace: each run costs
+	// milliseconds, every demo sets up all its hosts, and the bench starts dozens of demos.
 	steps := [][]string{
 		{"link", "set", h.link + "h", "netns", h.name},
 		{"-n", h.name, "link", "set", h.link + "h", "name", "eth0", "address", mac, "mtu", "9500", "up"},
