@@ -19,7 +19,7 @@ type Stats struct {
 	// moves to the PS's exact path.
 	Corrupt, CorruptRedirects atomic.Uint64
 	ECN                       atomic.Uint64 // results carrying ECN
-	WindowCuts                atomic.Uint64 // multiplicative decreases (ECN, a timeout, losses above randomLoss)
+	WindowCuts                atomic.Uint64 // multiplicative decreases (ECN or timeout)
 	TimerBackoffs             atomic.Uint64 // retransmission timer doublings (an expiry with no result since the chunk was sent)
 	SpuriousTimeouts          atomic.Uint64 // silent expiries undone: a chunk sent before it completed on its first transmission
 	TimerHeld                 atomic.Uint64 // expiries in a silence not resent: only the oldest chunk is (the probe)

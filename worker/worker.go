@@ -26,8 +26,6 @@ type Worker struct {
 	cwnd      float64
 	cwndMilli atomic.Int64 // cwnd*1000 for Snapshot
 	recover   uint32       // window cuts are at most one per window: none until a result newer than this
-	lossRound uint32       // the seq that ends the current round of fast retransmissions (lossy)
-	losses    int          // fast retransmissions in the current round
 	srtt      time.Duration
 	rttvar    time.Duration
 	rto       time.Duration // the estimate (RFC 6298 2), never backed off itself
@@ -359,7 +357,7 @@ func (w *Worker) fastRetransmit(base uint32, lo, c, next int, win []inflight, st
 		if st.overtaken++; st.overtaken != fastRetransmitAfter {
 			continue
 		}
-		w.lossy(base+uint32(j), base+uint32(next))
+		w.cut(base+uint32(j), base+uint32(next))
 		st.tries++
 		if err := w.send(base, j, st, cd, wire.FlagResend, now); err != nil {
 			return err
@@ -498,34 +496,6 @@ func (w *Worker) restartTimers(lo, next int, win []inflight, now time.Time) time
 		earliest = now.Add(w.timeout(&inflight{}))
 	}
 	return earliest
-}
-
-// randomLoss is the share of a round's chunks that may be lost, found by fast retransmission,
-// before the losses count as congestion: one in eight. A member of an aggregating job sees every
-// loss on the job's paths, not only its own (at 1% loss on every switch port, 4 workers, 2.2% of
-// a worker's chunks; at 5%, 12%), so halving for each round with a loss held the window at its
-// floor at 1% and made each chunk cost more CPU (fewer results arrive together); as BBR v2 counts
-// loss as congestion only above a rate, sparse losses are repaired without a cut. Congestion
-// still cuts: ECN, a timeout, and losses above the rate.
-const randomLoss = 1.0 / 8
-
-// lossy takes a fast retransmission of seq: a cut if the round's losses exceed randomLoss of the
-// window, else at most a quarter of the span left free, so that chunks sent after the
-// retransmission can overtake it and find it lost again (with the window at the span, a lost
-// retransmission of the oldest chunk held the whole span until the timer).
-func (w *Worker) lossy(seq, nextSeq uint32) {
-	if int32(seq-w.lossRound) >= 0 {
-		w.lossRound, w.losses = nextSeq, 0
-	}
-	w.losses++
-	if float64(w.losses) > randomLoss*w.cwnd {
-		w.cut(seq, nextSeq)
-		return
-	}
-	if room := max(minWindow(w.cfg.Window), 0.75*float64(w.cfg.Window)); w.cwnd > room {
-		w.cwnd = room
-		w.cwndMilli.Store(int64(w.cwnd * 1000))
-	}
 }
 
 // cut halves the window, at most once per window of data: a cut caused by seq only counts if seq
