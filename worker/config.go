@@ -3,6 +3,7 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"time"
 
@@ -43,6 +44,10 @@ type Config struct {
 	// ProgressTimeout is how long AllReduce waits without any chunk completing before it gives up
 	// with ErrNoProgress (default 5s).
 	ProgressTimeout time.Duration
+	// Trace, if set, gets a record for every backoff of the retransmission timer: the oldest
+	// unfinished chunk (seq, retransmissions), the chunks out, how long no result has come, and the
+	// congestion window. Backoffs are where a stall's time goes (README.md traces one).
+	Trace *slog.Logger
 }
 
 // ErrConfig wraps every configuration error.

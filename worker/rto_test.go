@@ -1,7 +1,10 @@
 package worker_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -34,6 +37,43 @@ func TestTimerBacksOffWhenTheDelayJumps(t *testing.T) {
 		if s.RTO < 60*time.Millisecond {
 			t.Errorf("rank %d: estimate %v at the end, with results 60 ms late: it never caught up", r, s.RTO)
 		}
+	}
+}
+
+// Config.Trace gets one record per backoff of the timer, naming the oldest chunk still out and how
+// long the silence had lasted (at least half the 10 ms timer, as a backoff needs).
+func TestTraceRecordsEveryBackoff(t *testing.T) {
+	var buf bytes.Buffer // slog's handlers serialise their writes; runTuned returns once the workers end
+	trace := slog.New(slog.NewJSONHandler(&buf, nil))
+	s := runTuned(t, 2, 96, 8, links{fromPS: func(f *wire.Frame) time.Duration {
+		if f.INA.Seq >= 16 {
+			return 60 * time.Millisecond
+		}
+		return 0
+	}}, func(c *worker.Config) {
+		if c.Rank == 0 {
+			c.Trace = trace
+		}
+	})[0]
+	dec := json.NewDecoder(&buf)
+	records := 0
+	for dec.More() {
+		var r struct {
+			Msg                     string
+			Job, Rank, Backoff, Out int
+			Seq                     uint32
+			SilenceMS               float64 `json:"silence_ms"`
+		}
+		if err := dec.Decode(&r); err != nil {
+			t.Fatal(err)
+		}
+		records++
+		if r.Msg != "timer backoff" || r.Job != 1 || r.Rank != 0 || r.Backoff < 1 || r.Out < 1 || r.Seq < 16 || r.SilenceMS < 5 {
+			t.Errorf("record %d: %+v: want a backoff of job 1 rank 0 with a chunk from 16 on out, after 5 ms or more without results", records, r)
+		}
+	}
+	if records == 0 || uint64(records) != s.TimerBackoffs {
+		t.Errorf("%d trace records for %d backoffs", records, s.TimerBackoffs)
 	}
 }
 
@@ -73,12 +113,19 @@ func runTimed(t *testing.T, n, chunks int, l links) []worker.StatsSnapshot {
 // runWindow is runTimed with window slots (the congestion window starts at 8).
 func runWindow(t *testing.T, n, chunks, window int, l links) []worker.StatsSnapshot {
 	t.Helper()
+	return runTuned(t, n, chunks, window, l, func(*worker.Config) {})
+}
+
+// runTuned is runWindow with each rank's configuration passed through tune first.
+func runTuned(t *testing.T, n, chunks, window int, l links, tune func(*worker.Config)) []worker.StatsSnapshot {
+	t.Helper()
 	ends := hubWith(t, n, l)
 	var wg sync.WaitGroup
 	stats := make([]worker.StatsSnapshot, n)
 	for r := range n {
 		cfg := config(r, n)
 		cfg.Window, cfg.ProgressTimeout, cfg.RTO, cfg.MinRTO = window, 10*time.Second, 10*time.Millisecond, 10*time.Millisecond
+		tune(&cfg)
 		w, err := worker.New(cfg, ends[r])
 		if err != nil {
 			t.Fatal(err)

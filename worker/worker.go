@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -446,6 +447,9 @@ func (w *Worker) retransmit(base uint32, lo, next int, win []inflight, cd codec,
 		// chunks still in flight wait for the backed-off timer too.
 		w.backoff, w.backedOff = min(w.backoff+1, maxBackoff), now
 		w.stats.TimerBackoffs.Add(1)
+		if w.cfg.Trace != nil {
+			w.traceBackoff(base, lo, next, win, now, lastResult)
+		}
 		earliest = time.Time{}
 		for c := lo; c < next; c++ {
 			st := &win[c%w.cfg.Window]
@@ -464,6 +468,19 @@ func (w *Worker) retransmit(base uint32, lo, next int, win []inflight, cd codec,
 		earliest = now.Add(w.doubled(w.backoff))
 	}
 	return earliest, nil
+}
+
+// traceBackoff gives Config.Trace a record of the backoff just taken.
+func (w *Worker) traceBackoff(base uint32, lo, next int, win []inflight, now, lastResult time.Time) {
+	out := 0
+	for c := lo; c < next; c++ {
+		if !win[c%w.cfg.Window].done {
+			out++
+		}
+	}
+	w.cfg.Trace.Info("timer backoff", "job", w.cfg.Job, "rank", w.cfg.Rank, "backoff", w.backoff,
+		"seq", base+uint32(lo), "tries", win[lo%w.cfg.Window].tries, "out", out,
+		"silence_ms", float64(now.Sub(lastResult).Microseconds())/1000, "cwnd", math.Round(w.cwnd*100)/100)
 }
 
 // restartTimers, on the first result after a silence, gives every chunk in [lo, next) still out

@@ -45,12 +45,16 @@ func (d *demo) workerArgv(j *jobSpec, r int, h host, progress time.Duration) []s
 		// iterations left can finish before the kill reaches it on a busy machine.
 		iters = math.MaxInt32
 	}
-	return []string{"ip", "netns", "exec", h.name, filepath.Join(d.bin, "ina-worker"), "-iface", "eth0",
+	argv := []string{"ip", "netns", "exec", h.name, filepath.Join(d.bin, "ina-worker"), "-iface", "eth0",
 		"-job", fmt.Sprint(j.id), "-rank", fmt.Sprint(r), "-workers", fmt.Sprint(j.workers),
 		"-priority", fmt.Sprint(j.priority), "-slot-base", fmt.Sprint(j.slotBase), "-window", fmt.Sprint(j.window),
 		"-size", fmt.Sprint(d.size), "-iters", fmt.Sprint(iters), "-compute", d.compute.String(),
 		"-seed", fmt.Sprint(d.seed), "-ip", h.ip, "-ps-ip", psIP, "-ps-mac", d.ps.mac, "-progress-timeout", progress.String(), "-dtype", d.dtype,
 		"-integrity=" + fmt.Sprint(d.integrity)}
+	if d.trace {
+		argv = append(argv, "-trace")
+	}
+	return argv
 }
 
 // execJob is an -exec job id that is not a -job, or 0.

@@ -35,6 +35,13 @@ func TestExecFlag(t *testing.T) {
 	if argv := d.workerArgv(d.jobs[1], 0, host{name: "p-j2w0"}, time.Second); argv[4] != "bin/ina-worker" {
 		t.Errorf("job 2 (no -exec) runs %q", argv)
 	}
+	if argv := d.workerArgv(d.jobs[1], 0, host{name: "p-j2w0"}, time.Second); slices.Contains(argv, "-trace") {
+		t.Errorf("without -trace: %q", argv)
+	}
+	d.trace = true
+	if argv := d.workerArgv(d.jobs[1], 0, host{name: "p-j2w0"}, time.Second); !slices.Contains(argv, "-trace") {
+		t.Errorf("-trace not passed on to ina-worker: %q", argv)
+	}
 	if d.execJob() != 0 {
 		t.Error("-exec 1 with -job 1 reported unmatched")
 	}

@@ -43,7 +43,7 @@ type demo struct {
 	jobs                              jobList
 	size, iters, window, activeSlots  int
 	ecnThreshold                      int
-	preempt, integrity                bool
+	preempt, integrity, trace         bool
 	compute, timeout                  time.Duration
 	loss, dup, reorder, corrupt, rate float64
 	seed                              uint64
@@ -78,6 +78,7 @@ func main() {
 	flag.IntVar(&d.ecnThreshold, "ecn-threshold", wire.MaxECNThreshold, "egress queue depth that marks ECN (the default never marks)")
 	flag.BoolVar(&d.preempt, "preempt", true, "higher-priority jobs preempt slots (ESA)")
 	flag.BoolVar(&d.integrity, "integrity", true, "the agents carry and check the integrity lane (docs/protocol.md, \"Integrity\")")
+	flag.BoolVar(&d.trace, "trace", false, "ina-worker -trace: every backoff of a worker's retransmission timer in its log")
 	flag.Float64Var(&d.loss, "loss", 0, "reference switch: egress loss probability")
 	flag.Float64Var(&d.dup, "dup", 0, "reference switch: egress duplication probability")
 	flag.Float64Var(&d.reorder, "reorder", 0, "reference switch: egress reordering probability")

@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"log/slog"
 	"math"
 	"net"
 	"os"
@@ -45,6 +46,7 @@ func main() {
 		progress = flag.Duration("progress-timeout", 5*time.Second, "fail when no chunk completes for this long")
 		quiet    = flag.Bool("quiet", false, "no per-iteration lines")
 		checked  = flag.Bool("integrity", true, "carry the integrity lane and check every result (the job's PS and workers must agree)")
+		trace    = flag.Bool("trace", false, "log every backoff of the retransmission timer to stderr (the oldest chunk out, the chunks out, the silence, the window)")
 	)
 	flag.Parse()
 	log.SetFlags(0)
@@ -86,7 +88,7 @@ func main() {
 	defer t.Close()
 	w, err := worker.New(worker.Config{Job: uint16(*job), Rank: *rank, Workers: *workers, Priority: uint8(*prio),
 		SlotBase: uint16(*slotBase), Window: *window, SrcMAC: t.MAC(), DstMAC: dst,
-		SrcIP: srcIP, DstIP: dstIP, ProgressTimeout: *progress, NoIntegrity: !*checked}, t)
+		SrcIP: srcIP, DstIP: dstIP, ProgressTimeout: *progress, NoIntegrity: !*checked, Trace: traceLogger(*trace)}, t)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -222,3 +224,11 @@ func (l *loop) summary(err error) {
 }
 
 func mbps(bytes int, d time.Duration) float64 { return float64(bytes) * 8 / d.Seconds() / 1e6 }
+
+// traceLogger is the worker's Config.Trace for -trace: text records on stderr, or nil.
+func traceLogger(on bool) *slog.Logger {
+	if !on {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, nil))
+}
