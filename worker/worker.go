@@ -447,15 +447,14 @@ func (w *Worker) retransmit(base uint32, lo, next int, win []inflight, cd codec,
 		// chunks still in flight wait for the backed-off timer too.
 		w.backoff, w.backedOff = min(w.backoff+1, maxBackoff), now
 		w.stats.TimerBackoffs.Add(1)
-		if w.cfg.Trace != nil {
-			w.traceBackoff(base, lo, next, win, now, lastResult)
-		}
 		earliest = time.Time{}
+		out := 0
 		for c := lo; c < next; c++ {
 			st := &win[c%w.cfg.Window]
 			if st.done {
 				continue
 			}
+			out++
 			if d := st.sent.Add(w.timeout(st)); d.After(st.deadline) {
 				st.deadline = d
 			}
@@ -463,24 +462,16 @@ func (w *Worker) retransmit(base uint32, lo, next int, win []inflight, cd codec,
 				earliest = st.deadline
 			}
 		}
+		if w.cfg.Trace != nil {
+			w.cfg.Trace.Info("timer backoff", "job", w.cfg.Job, "rank", w.cfg.Rank, "backoff", w.backoff,
+				"seq", base+uint32(lo), "tries", win[lo%w.cfg.Window].tries, "out", out,
+				"silence_ms", float64(now.Sub(lastResult).Microseconds())/1000, "cwnd", math.Round(w.cwnd*100)/100)
+		}
 	}
 	if earliest.IsZero() {
 		earliest = now.Add(w.doubled(w.backoff))
 	}
 	return earliest, nil
-}
-
-// traceBackoff gives Config.Trace a record of the backoff just taken.
-func (w *Worker) traceBackoff(base uint32, lo, next int, win []inflight, now, lastResult time.Time) {
-	out := 0
-	for c := lo; c < next; c++ {
-		if !win[c%w.cfg.Window].done {
-			out++
-		}
-	}
-	w.cfg.Trace.Info("timer backoff", "job", w.cfg.Job, "rank", w.cfg.Rank, "backoff", w.backoff,
-		"seq", base+uint32(lo), "tries", win[lo%w.cfg.Window].tries, "out", out,
-		"silence_ms", float64(now.Sub(lastResult).Microseconds())/1000, "cwnd", math.Round(w.cwnd*100)/100)
 }
 
 // restartTimers, on the first result after a silence, gives every chunk in [lo, next) still out
