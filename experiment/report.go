@@ -200,7 +200,7 @@ func (v validation) write(path string, res *results) error {
 		"4. **Model gap, not modelled: chunks split by slot contention.** With 16 slots, chunks of different jobs meet in "+
 		"a slot. A chunk whose first packets find its slot held goes to the PS, and its later packets can claim the slot "+
 		"once it frees: the chunk is then split between the PS and a slot, and only a retransmission flushes it (fast, "+
-		"after three later chunks complete, or the timer), for which the worker also halves its window. The table by "+
+		"after three later chunks complete, or the timer), for which the worker also halves its window when such losses are more than one chunk in eight of a round. The table by "+
 		"setting shows it in the fast retransmissions of the 16-slot settings against 64 slots, and in the simulator's "+
 		"larger over-prediction there. The simulator sends a collided chunk's packets to the PS and charges no "+
 		"retransmission or window cut. An upper bound of the effect, every chunk not aggregated whole counted as a loss "+

@@ -8,7 +8,8 @@ import (
 // Stats counts what a worker did. Fields are read atomically with Snapshot while AllReduce runs.
 type Stats struct {
 	DataSent       atomic.Uint64 // data packets sent, first transmissions
-	Resent         atomic.Uint64 // retransmissions (RESEND flag), after a timeout or fast
+	Resent         atomic.Uint64 // retransmissions, after a timeout or fast (RESEND, or plain: PlainResent)
+	PlainResent    atomic.Uint64 // first timer retries of a chunk no later chunk had overtaken, sent without RESEND (also in Resent)
 	FastResent     atomic.Uint64 // retransmissions because later chunks completed (also in Resent)
 	BypassSent     atomic.Uint64 // BYPASS packets sent after an OVERFLOW result (first transmissions)
 	Results        atomic.Uint64 // results that completed a chunk (= chunks completed)
@@ -19,7 +20,7 @@ type Stats struct {
 	// moves to the PS's exact path.
 	Corrupt, CorruptRedirects atomic.Uint64
 	ECN                       atomic.Uint64 // results carrying ECN
-	WindowCuts                atomic.Uint64 // multiplicative decreases (ECN or timeout)
+	WindowCuts                atomic.Uint64 // multiplicative decreases (ECN, a timeout, losses above randomLoss)
 	TimerBackoffs             atomic.Uint64 // retransmission timer doublings (an expiry with no result since the chunk was sent)
 	SpuriousTimeouts          atomic.Uint64 // silent expiries undone: a chunk sent before it completed on its first transmission
 	TimerHeld                 atomic.Uint64 // expiries in a silence not resent: only the oldest chunk is (the probe)
@@ -29,7 +30,7 @@ type Stats struct {
 // StatsSnapshot is a copy of Stats, with the same meanings.
 type StatsSnapshot struct {
 	DataSent, Resent, BypassSent uint64
-	FastResent                   uint64
+	FastResent, PlainResent      uint64
 	Results, ResultsIgnored      uint64
 	Overflows, ECN, WindowCuts   uint64
 	Corrupt, CorruptRedirects    uint64
@@ -45,7 +46,8 @@ func (w *Worker) Snapshot() StatsSnapshot {
 	s := &w.stats
 	return StatsSnapshot{
 		DataSent: s.DataSent.Load(), Resent: s.Resent.Load(), BypassSent: s.BypassSent.Load(), FastResent: s.FastResent.Load(),
-		Results: s.Results.Load(), ResultsIgnored: s.ResultsIgnored.Load(), Overflows: s.Overflows.Load(),
+		PlainResent: s.PlainResent.Load(),
+		Results:     s.Results.Load(), ResultsIgnored: s.ResultsIgnored.Load(), Overflows: s.Overflows.Load(),
 		Corrupt: s.Corrupt.Load(), CorruptRedirects: s.CorruptRedirects.Load(),
 		ECN: s.ECN.Load(), WindowCuts: s.WindowCuts.Load(), TimerBackoffs: s.TimerBackoffs.Load(), SpuriousTimeouts: s.SpuriousTimeouts.Load(), TimerHeld: s.TimerHeld.Load(), RxErrors: s.RxErrors.Load(),
 		Window: float64(w.cwndMilli.Load()) / 1000, RTO: time.Duration(w.rtoNanos.Load()),

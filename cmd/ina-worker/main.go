@@ -214,10 +214,10 @@ func (l *loop) summary(err error) {
 	if st, err := schedstat.Read(0); err == nil {
 		runq = fmt.Sprintf(" cpu_ms=%.1f runq_ms=%.1f", float64(st.Run)/1e6, float64(st.Wait)/1e6)
 	}
-	fmt.Printf("worker-summary: job=%d rank=%d status=%s iterations=%d exact=%d wrong=%d wrong_values=%d goodput_mbps=%.3f wall_s=%.3f sent=%d resent=%d bypass=%d overflow_results=%d ecn=%d window_cuts=%d timer_backoffs=%d ignored_results=%d fast_resent=%d corrupt=%d corrupt_redirects=%d kernel_drops=%d%s\n",
+	fmt.Printf("worker-summary: job=%d rank=%d status=%s iterations=%d exact=%d wrong=%d wrong_values=%d goodput_mbps=%.3f wall_s=%.3f sent=%d resent=%d bypass=%d overflow_results=%d ecn=%d window_cuts=%d timer_backoffs=%d ignored_results=%d fast_resent=%d plain_resent=%d corrupt=%d corrupt_redirects=%d kernel_drops=%d%s\n",
 		l.job, l.rank, status, l.done, l.ok, l.bad, l.values, gp, time.Since(l.start).Seconds(), s.DataSent, s.Resent,
 		s.BypassSent, s.Overflows, s.ECN, s.WindowCuts, s.TimerBackoffs, s.ResultsIgnored, s.FastResent,
-		s.Corrupt, s.CorruptRedirects, ts.KernelDrops, runq)
+		s.PlainResent, s.Corrupt, s.CorruptRedirects, ts.KernelDrops, runq)
 	if err != nil {
 		fmt.Printf("worker-error: job=%d rank=%d %v\n", l.job, l.rank, err)
 	}
