@@ -22,7 +22,7 @@
 #     order of magnitude slower; goodput is a rate) (ina-demo; every result checked exact);
 #   - INA vs no INA with 4 workers where the PS link binds (every port rate-limited), ideal ratio 4;
 #   - the tail: a training loop of 4 workers, a 1 MiB gradient all-reduced 200 times with 2 ms of
-#     compute between, clean and with 1% and 5% loss on every switch port: the iteration
+#     compute between, clean and with 1% and 5% loss on every switch port (seeded by the round), the iteration
 #     all-reduce time (slowest worker) p50, p90, p99 and max, and how many slow iterations (over
 #     1.5x p50) waited on the retransmission timer, a fast retransmission or a window cut
 #     (ina-bench tail over the workers' per-iteration lines);
@@ -123,7 +123,8 @@ for rep in $(seq 1 "$REPS"); do
 
     for loss in 0 0.01 0.05; do
       progress "the tail, loss $loss"
-      if demo "tail$loss" -switch ref -job 1:4:1 -seed 1 -size "$TAIL_SIZE" -iters "$TAIL_ITERS" -compute 2ms \
+      # A seed per round: the switch's losses, seeded, would otherwise fall alike in every round.
+      if demo "tail$loss" -switch ref -job 1:4:1 -seed "$rep" -size "$TAIL_SIZE" -iters "$TAIL_ITERS" -compute 2ms \
         -active-slots 64 -window 64 -loss "$loss"; then
         "$BUILD/bin/ina-bench" tail "$out/tail$loss" | tr ' ' '\n' | awk -F= -v k="tail$loss" -v rep="$rep" 'NF == 2 { print k "_" $1, rep, $2 }' >>"$samples"
         sample "tail${loss}_goodput" "$(goodput "tail$loss")"
