@@ -22,9 +22,10 @@
 #     order of magnitude slower; goodput is a rate) (ina-demo; every result checked exact);
 #   - INA vs no INA with 4 workers where the PS link binds (every port rate-limited), ideal ratio 4;
 #   - the tail: a training loop of 4 workers, a 1 MiB gradient all-reduced 200 times with 2 ms of
-#     compute between, clean and with 1% and 5% loss on every switch port (seeded by the round), the iteration
-#     all-reduce time (slowest worker) p50, p90, p99 and max, and how many slow iterations (over
-#     1.5x p50) waited on the retransmission timer, a fast retransmission or a window cut
+#     compute between, clean and with 1% and 5% loss on every switch port (seeded by the round),
+#     the iteration all-reduce time (slowest worker) p50, p90, p99 and max, and how many slow
+#     iterations (over 1.5x p50) waited on the retransmission timer, a fast retransmission or a
+#     window cut
 #     (ina-bench tail over the workers' per-iteration lines);
 #   - the PS merge rate against copy() of the same bytes (Go benchmarks, per second of CPU time).
 # Knobs: BENCH_REPS (5), BENCH_SIZE (values, 262144 = 1 MiB), BENCH_ITERS (20: the first, which
