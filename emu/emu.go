@@ -19,6 +19,7 @@ import (
 	cp "github.com/inapack/inapack/controlplane"
 	"github.com/inapack/inapack/controlplane/api"
 	"github.com/inapack/inapack/controlplane/topology"
+	"github.com/inapack/inapack/internal/ipdrop"
 	"github.com/inapack/inapack/internal/procs"
 	"github.com/inapack/inapack/p4src/wire"
 )
@@ -143,6 +144,9 @@ func (c *Cluster) wire() (map[string][]swPort, error) {
 		if err := ipCmd("-n", ns, "link", "set", "lo", "up"); err != nil {
 			return nil, err
 		}
+		if err := ipdrop.Namespace(ns); err != nil {
+			return nil, err
+		}
 	}
 	for _, l := range t.Links {
 		a, pa, err := t.ParseEndpoint(l.A)
@@ -170,7 +174,8 @@ func (c *Cluster) wire() (map[string][]swPort, error) {
 					c.hostLink[e.node] = la
 				}
 				// No IP address on eth0: the agents speak AF_PACKET, and without an address the kernel
-				// ignores INA frames instead of answering with ICMP.
+				// ignores INA frames instead of answering with ICMP (ipdrop ends them before it looks
+				// up a route for each).
 				for _, s := range [][]string{
 					{"link", "set", e.link, "netns", ns},
 					{"-n", ns, "link", "set", e.link, "name", "eth0"},
