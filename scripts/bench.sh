@@ -32,7 +32,10 @@
 # waits for the peers to start, is left out, and the window has long reached its size),
 # BENCH_BMV2_SIZE (65536), BENCH_BMV2_ITERS (4), BENCH_RATE (Mbit/s per port for INA vs no INA, 20), BENCH_FWD_SECONDS (1),
 # BENCH_PATH_SECONDS (3, each half), BENCH_TAIL_SIZE (262144), BENCH_TAIL_ITERS (200), BENCH_OUT (also write
-# the table there, e.g. docs/bench.md).
+# the table there, e.g. docs/bench.md), BENCH_SAMPLES (also keep every round's samples there),
+# BENCH_LOGS (keep the tail runs' logs in that directory, one per round and loss: their workers
+# log every backoff of the retransmission timer, ina-worker -trace, which is where a slow round's
+# tail is read).
 set -euo pipefail
 # The whole script is one block, read before any of it runs: bash otherwise reads a script as it
 # goes, and an edit to this file during the quarter of an hour a bench takes broke the run at its end.
@@ -126,11 +129,15 @@ for rep in $(seq 1 "$REPS"); do
       progress "the tail, loss $loss"
       # A seed per round: the switch's losses, seeded, would otherwise fall alike in every round.
       if demo "tail$loss" -switch ref -job 1:4:1 -seed "$rep" -size "$TAIL_SIZE" -iters "$TAIL_ITERS" -compute 2ms \
-        -active-slots 64 -window 64 -loss "$loss"; then
+        -active-slots 64 -window 64 -loss "$loss" -trace; then
         "$BUILD/bin/ina-bench" tail "$out/tail$loss" | tr ' ' '\n' | awk -F= -v k="tail$loss" -v rep="$rep" 'NF == 2 { print k "_" $1, rep, $2 }' >>"$samples"
         sample "tail${loss}_goodput" "$(goodput "tail$loss")"
       fi
-      rm -rf "${out:?}/tail$loss"
+      if [ -n "${BENCH_LOGS:-}" ]; then
+        mkdir -p "$BENCH_LOGS" && rm -rf "$BENCH_LOGS/round$rep-tail$loss" && mv "$out/tail$loss" "$BENCH_LOGS/round$rep-tail$loss"
+      else
+        rm -rf "${out:?}/tail$loss"
+      fi
     done
   elif [ "$rep" = 1 ]; then
     notes+=("SKIP: forwarding, path, all-reduce and tail rows: need root (veth pairs, network namespaces, AF_PACKET)")
