@@ -63,6 +63,9 @@ BMV2_BIN=""
 if [ -x /opt/p4-perf/bin/simple_switch_grpc ]; then BMV2_BIN=/opt/p4-perf/bin/simple_switch_grpc; BMV2_NAME="BMv2 fast build"
 elif command -v simple_switch_grpc >/dev/null; then BMV2_BIN=$(command -v simple_switch_grpc); BMV2_NAME="BMv2"; fi
 BMV2_SKIP=""
+# A fresh checkout with BMv2 installed has no compiled program yet: build it where p4c is found
+# (scripts/p4.sh prints one SKIP line where it is not), rather than leave the BMv2 rows out.
+if [ -n "$BMV2_BIN" ] && [ ! -f "$BUILD/ina.json" ]; then BUILD="$BUILD" scripts/p4.sh v1model >&2; fi
 if [ -z "$BMV2_BIN" ]; then BMV2_SKIP="simple_switch_grpc is not installed"
 elif [ ! -f "$BUILD/ina.json" ]; then BMV2_SKIP="no compiled program $BUILD/ina.json (make p4 needs p4c)"; fi
 
