@@ -20,7 +20,8 @@ import (
 )
 
 // An emulated host's agent still receives every frame addressed to it once the drop is in place,
-// and its IP stack routes none of them; before the drop it routed each one.
+// its IP stack routes none of them (before the drop it routed each one), and its loopback still
+// works.
 func TestAgentReceivesWhatTheStackNoLongerRoutes(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("SKIP: network namespaces and veth pairs need root")
@@ -59,6 +60,13 @@ func TestAgentReceivesWhatTheStackNoLongerRoutes(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer h.Close()
+		lo, err := h.LinkByName("lo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.LinkSetUp(lo); err != nil {
+			t.Fatal(err)
+		}
 		l, err := h.LinkByName(eth)
 		if err != nil {
 			t.Fatal(err)
@@ -126,6 +134,20 @@ func TestAgentReceivesWhatTheStackNoLongerRoutes(t *testing.T) {
 	if got, r := send(); got != frames || r != 0 {
 		t.Fatalf("with the drop: the agent received %d of %d frames and the stack routed %d; want all, and none routed", got, frames, r)
 	}
+	in(func() { // what runs inside the host still has its loopback
+		c, err := net.ListenPacket("udp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.WriteTo([]byte("ping"), c.LocalAddr()); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		if _, _, err := c.ReadFrom(make([]byte, 16)); err != nil {
+			t.Fatalf("with the drop, a datagram to itself on the namespace's loopback: %v", err)
+		}
+	})
 }
 
 // inNamespace returns a function that runs fn on this (locked) thread inside host.
