@@ -132,7 +132,6 @@ func (c *Cluster) wire() (map[string][]swPort, error) {
 	ports := map[string][]swPort{}
 	n := 0
 	newLink := func() string { n++; return fmt.Sprintf("%sv%d", c.cfg.Prefix, n) }
-	routed := false
 	for _, h := range slices.Sorted(maps.Keys(t.Hosts)) {
 		ns := c.cfg.Prefix + "-" + h
 		if err := ipCmd("netns", "add", ns); err != nil {
@@ -145,10 +144,9 @@ func (c *Cluster) wire() (map[string][]swPort, error) {
 		if err := ipCmd("-n", ns, "link", "set", "lo", "up"); err != nil {
 			return nil, err
 		}
-		if err := ipdrop.Namespace(ns); err != nil && !routed {
-			routed = true // said once: every host's drop fails alike
-			fmt.Fprintf(os.Stderr, "emu: %v: the hosts' kernels will route every frame they receive (slower, not wrong)\n", err)
-		}
+	}
+	if err := ipdrop.Namespaces(c.hostNS); err != nil {
+		fmt.Fprintf(os.Stderr, "emu: %v: the hosts' kernels will route every frame they receive (slower, not wrong)\n", err)
 	}
 	for _, l := range t.Links {
 		a, pa, err := t.ParseEndpoint(l.A)

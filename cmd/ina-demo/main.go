@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/inapack/inapack/internal/ipdrop"
 	"github.com/inapack/inapack/internal/procs"
 	"github.com/inapack/inapack/p4src/wire"
 )
@@ -275,6 +276,13 @@ func (d *demo) makeHosts() error {
 			}
 			j.hosts = append(j.hosts, h)
 		}
+	}
+	names := make([]string, len(d.topo.hosts))
+	for i, h := range d.topo.hosts {
+		names[i] = h.name
+	}
+	if err := ipdrop.Namespaces(names); err != nil {
+		fmt.Fprintf(os.Stderr, "ina-demo: %v: the hosts' kernels will route every frame they receive (slower, not wrong)\n", err)
 	}
 	return nil
 }

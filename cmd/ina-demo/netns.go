@@ -6,8 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-
-	"github.com/inapack/inapack/internal/ipdrop"
 )
 
 // host is one network namespace with one interface (eth0) wired to a switch port.
@@ -25,7 +23,6 @@ type topology struct {
 	prefix string
 	hosts  []host
 	owned  *ledger
-	routed bool // ipdrop failed: the hosts' IP stacks see the INA frames
 }
 
 func ipCmd(args ...string) error {
@@ -38,9 +35,9 @@ func ipCmd(args ...string) error {
 
 // addHost creates namespace prefix-name with eth0 (MAC mac) whose peer prefix+"s"+port is the
 // switch's port. No IP address is configured: the agents speak through AF_PACKET, and without an
-// address the kernel ignores INA frames instead of answering with ICMP (ipdrop ends them before it
-// looks up a route for each). The namespace and the link are recorded only once made, so a name
-// that another run holds ("File exists") is never deleted.
+// address the kernel ignores INA frames instead of answering with ICMP (makeHosts then has ipdrop
+// end them before it looks up a route for each). The namespace and the link are recorded only once
+// made, so a name that another run holds ("File exists") is never deleted.
 func (t *topology) addHost(name string, port int, mac, ip string) (host, error) {
 	h := host{name: t.prefix + "-" + name, port: port, link: fmt.Sprintf("%ss%d", t.prefix, port), mac: mac, ip: ip}
 	if err := ipCmd("netns", "add", h.name); err != nil {
@@ -68,10 +65,6 @@ func (t *topology) addHost(name string, port int, mac, ip string) (host, error) 
 	_ = exec.Command("ip", "netns", "exec", h.name, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
 		"net.ipv6.conf.default.disable_ipv6=1", "net.ipv6.conf.eth0.disable_ipv6=1").Run()
 	_ = os.WriteFile("/proc/sys/net/ipv6/conf/"+h.link+"/disable_ipv6", []byte("1"), 0o644)
-	if err := ipdrop.Namespace(h.name); err != nil && !t.routed {
-		t.routed = true // said once: every host's drop fails alike
-		fmt.Fprintf(os.Stderr, "ina-demo: %v: the hosts' kernels will route every frame they receive (slower, not wrong)\n", err)
-	}
 	return h, nil
 }
 

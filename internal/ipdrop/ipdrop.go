@@ -9,6 +9,18 @@ import (
 	"github.com/google/nftables/expr"
 )
 
+// Namespaces applies Namespace to every named namespace and returns the first error: on one kernel
+// they fail alike, so a caller says it once.
+func Namespaces(names []string) error {
+	var first error
+	for _, n := range names {
+		if err := Namespace(n); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // Namespace adds, in the named network namespace (ip netns add), an nftables base chain at IPv4
 // prerouting that drops every packet not arriving on lo.
 //

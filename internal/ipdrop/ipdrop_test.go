@@ -128,7 +128,7 @@ func TestAgentReceivesWhatTheStackNoLongerRoutes(t *testing.T) {
 	if got != frames || r < frames {
 		t.Fatalf("without the drop: the agent received %d of %d frames and the stack routed %d; want all, and each routed", got, frames, r)
 	}
-	if err := ipdrop.Namespace(name); err != nil {
+	if err := ipdrop.Namespaces([]string{name}); err != nil {
 		t.Fatal(err)
 	}
 	if got, r := send(); got != frames || r != 0 {
