@@ -145,9 +145,6 @@ func (c *Cluster) wire() (map[string][]swPort, error) {
 			return nil, err
 		}
 	}
-	if err := ipdrop.Namespaces(c.hostNS); err != nil {
-		fmt.Fprintf(os.Stderr, "emu: %v: the hosts' kernels will route every frame they receive (slower, not wrong)\n", err)
-	}
 	for _, l := range t.Links {
 		a, pa, err := t.ParseEndpoint(l.A)
 		if err != nil {
@@ -174,8 +171,8 @@ func (c *Cluster) wire() (map[string][]swPort, error) {
 					c.hostLink[e.node] = la
 				}
 				// No IP address on eth0: the agents speak AF_PACKET, and without an address the kernel
-				// ignores INA frames instead of answering with ICMP (ipdrop ends them before it looks
-				// up a route for each).
+				// ignores INA frames instead of answering with ICMP (ipdrop ends them at eth0's
+				// ingress, after the agents' copy and before the IP stack).
 				for _, s := range [][]string{
 					{"link", "set", e.link, "netns", ns},
 					{"-n", ns, "link", "set", e.link, "name", "eth0"},
@@ -197,6 +194,9 @@ func (c *Cluster) wire() (map[string][]swPort, error) {
 			}
 			ports[e.node] = append(ports[e.node], swPort{port: e.port, iface: e.link, mbps: l.Mbps})
 		}
+	}
+	if err := ipdrop.Namespaces(c.hostNS, "eth0"); err != nil {
+		fmt.Fprintf(os.Stderr, "emu: %v: the hosts' kernels will take in every frame they receive (slower, not wrong)\n", err)
 	}
 	// Wait for carrier: a switch that opens a port before the link is up loses its first frames.
 	for _, l := range c.links {

@@ -18,20 +18,22 @@ const (
 	offJob       = 14 + 20 + 8 + 4 // the INA header's job id
 )
 
-// JobFilter is a classic BPF program that drops an INA frame (IPv4 without options, UDP to
-// wire.UDPPort) whose job id is not in jobs and accepts every other frame, which the agent then
-// judges as before. It is what PacketConfig.Jobs attaches.
+// JobFilter is a classic BPF program that keeps IPv4 frames only (the socket is bound to every
+// protocol, see OpenPacketConfig) and, of those, drops an INA frame (IPv4 without options, UDP to
+// wire.UDPPort) whose job id is not in jobs; every other IPv4 frame is accepted, and the agent
+// judges it as before. It is what PacketConfig.Jobs attaches.
 func JobFilter(jobs []uint16) ([]bpf.RawInstruction, error) {
 	if len(jobs) == 0 || len(jobs) > 200 {
 		return nil, fmt.Errorf("job filter: %d jobs, want 1..200", len(jobs))
 	}
 	n := uint8(len(jobs))
 	// Instructions 0-7 check the headers, 8 loads the job id, 9..8+n compare it with each job,
-	// 9+n drops and 10+n accepts. A jump from instruction i to accept skips 10+n-i-1.
+	// 9+n drops and 10+n accepts. A jump from instruction i to accept skips 10+n-i-1, to drop
+	// one fewer.
 	toAccept := func(i uint8) uint8 { return 10 + n - i - 1 }
 	prog := []bpf.Instruction{
 		bpf.LoadAbsolute{Off: offEtherType, Size: 2},
-		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: wire.EtherTypeIPv4, SkipTrue: toAccept(1)},
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: wire.EtherTypeIPv4, SkipTrue: toAccept(1) - 1},
 		bpf.LoadAbsolute{Off: offVersion, Size: 1},
 		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: 0x45, SkipTrue: toAccept(3)},
 		bpf.LoadAbsolute{Off: offProto, Size: 1},
@@ -45,4 +47,15 @@ func JobFilter(jobs []uint16) ([]bpf.RawInstruction, error) {
 	}
 	prog = append(prog, bpf.RetConstant{Val: 0}, bpf.RetConstant{Val: 0xffff})
 	return bpf.Assemble(prog)
+}
+
+// IPv4Filter is a classic BPF program that keeps IPv4 frames only: with it, a socket bound to
+// every protocol receives what one bound to IPv4 would.
+func IPv4Filter() ([]bpf.RawInstruction, error) {
+	return bpf.Assemble([]bpf.Instruction{
+		bpf.LoadAbsolute{Off: offEtherType, Size: 2},
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: wire.EtherTypeIPv4, SkipTrue: 1},
+		bpf.RetConstant{Val: 0xffff},
+		bpf.RetConstant{Val: 0},
+	})
 }

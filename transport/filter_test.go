@@ -56,8 +56,45 @@ func TestJobFilter(t *testing.T) {
 		{"job id with an own job's low byte", inaFrame(5+256, wire.TypeResult), false},
 		{"IPv4 options", ipOpts, true},
 		{"other UDP port", otherUDP, true},
-		{"not IPv4", arp, true},
+		{"not IPv4", arp, false},         // the socket is bound to every protocol: the filter keeps IPv4
 		{"runt", []byte{1, 2, 3}, false}, // the kernel drops a frame too short to read, as here
+	} {
+		n, err := vm.Run(c.frame)
+		if err != nil && c.keep {
+			t.Errorf("%s: %v", c.name, err)
+		}
+		if got := n > 0; got != c.keep {
+			t.Errorf("%s: kept %v, want %v", c.name, got, c.keep)
+		}
+	}
+}
+
+func TestIPv4Filter(t *testing.T) {
+	raw, err := IPv4Filter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prog []bpf.Instruction
+	for _, r := range raw {
+		prog = append(prog, r.Disassemble())
+	}
+	vm, err := bpf.NewVM(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arp := inaFrame(9, wire.TypeData)
+	arp[offEtherType], arp[offEtherType+1] = 0x08, 0x06
+	ipv6 := inaFrame(9, wire.TypeData)
+	ipv6[offEtherType], ipv6[offEtherType+1] = 0x86, 0xdd
+	for _, c := range []struct {
+		name  string
+		frame []byte
+		keep  bool
+	}{
+		{"INA", inaFrame(5, wire.TypeData), true},
+		{"ARP", arp, false},
+		{"IPv6", ipv6, false},
+		{"runt", []byte{1, 2, 3}, false},
 	} {
 		n, err := vm.Run(c.frame)
 		if err != nil && c.keep {
@@ -81,8 +118,9 @@ func TestJobFilterBounds(t *testing.T) {
 	}
 }
 
-// TestPacketJobFilter attaches the filter to a real socket: another job's frames never reach
-// the ring, the socket's own job's do (root only).
+// TestPacketJobFilter attaches the filter to a real socket: another job's frames and frames that
+// are not IPv4 never reach the ring, the socket's own job's do (root only); a socket without jobs
+// keeps out what is not IPv4 too.
 func TestPacketJobFilter(t *testing.T) {
 	as, bs := vethtest.Pairs(t, "agf", 1, 0)
 	l0, l1 := as[0], bs[0]
@@ -108,32 +146,44 @@ func TestPacketJobFilter(t *testing.T) {
 		n, err := b.Recv(buf, time.Now().Add(50*time.Millisecond))
 		ready = err == nil && f.Unmarshal(buf[:n]) == nil && f.INA.Job == 5
 	}
-	for i := 0; i < 20; i++ {
-		if err := a.Send(inaFrame(6, wire.TypeResult)); err != nil {
-			t.Fatal(err)
+	arp := inaFrame(5, wire.TypeResult)
+	arp[offEtherType], arp[offEtherType+1] = 0x08, 0x06
+	// count sends 20 frames of job 6, 20 of job 5 and 20 typed ARP from one end, and returns how
+	// many of job 5 the other end received; it fails on any other frame.
+	count := func(from, to *Packet) int {
+		for i := 0; i < 20; i++ {
+			for _, fr := range [][]byte{inaFrame(6, wire.TypeResult), inaFrame(5, wire.TypeResult), arp} {
+				if err := from.Send(fr); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
-		if err := a.Send(inaFrame(5, wire.TypeResult)); err != nil {
-			t.Fatal(err)
+		own := 0
+		for {
+			n, err := to.Recv(buf, time.Now().Add(200*time.Millisecond))
+			if errors.Is(err, ErrTimeout) {
+				return own
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if buf[offEtherType] != 0x08 || buf[offEtherType+1] != 0x00 {
+				t.Fatalf("received a frame of EtherType %#x", buf[offEtherType:offEtherType+2])
+			}
+			if err := f.Unmarshal(buf[:n]); err != nil {
+				t.Fatalf("received a frame that is not INA: %v", err)
+			}
+			if f.INA.Job == 5 {
+				own++
+			} else if to == b {
+				t.Fatalf("received a frame of job %d through a filter for job 5", f.INA.Job)
+			}
 		}
 	}
-	own := 0
-	for {
-		n, err := b.Recv(buf, time.Now().Add(200*time.Millisecond))
-		if errors.Is(err, ErrTimeout) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Unmarshal(buf[:n]); err != nil {
-			t.Fatalf("received a frame that is not INA: %v", err)
-		}
-		if f.INA.Job != 5 {
-			t.Fatalf("received a frame of job %d through a filter for job 5", f.INA.Job)
-		}
-		own++
-	}
-	if own < 20 {
+	if own := count(a, b); own < 20 {
 		t.Errorf("received %d of the 20 frames of job 5 (at least; some of the first may be late)", own)
+	}
+	if own := count(b, a); own != 20 {
+		t.Errorf("without jobs: received %d of the 20 frames of job 5", own)
 	}
 }

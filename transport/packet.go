@@ -27,8 +27,8 @@ type PacketConfig struct {
 	RXFrames, TXFrames int
 	// Jobs, when set, keeps the INA frames of other jobs out of the receive ring: the kernel
 	// drops them before they are copied (JobFilter). On a host where several agents listen on one
-	// interface, each would otherwise copy and wake up for every other agent's frames. Frames
-	// that are not INA packets are received as before.
+	// interface, each would otherwise copy and wake up for every other agent's frames. IPv4
+	// frames that are not INA packets are received as before.
 	Jobs []uint16
 }
 
@@ -40,15 +40,20 @@ func OpenPacket(name string) (*Packet, error) { return OpenPacketConfig(name, Pa
 
 // OpenPacketConfig is OpenPacket with ring sizes.
 func OpenPacketConfig(name string, cfg PacketConfig) (*Packet, error) {
-	ac := afring.Config{Protocol: unix.ETH_P_IP, Promiscuous: true, RXFrames: cfg.RXFrames, TXFrames: cfg.TXFrames}
+	// Bound to every protocol, the socket sees a frame before the interface's ingress hooks
+	// (one bound to IPv4 sees it after them, beside the IP stack), so an emulated host can drop
+	// its frames there and spare its kernel an IP stack that has nothing to do with them
+	// (internal/ipdrop); the filter keeps what a socket bound to IPv4 would receive.
+	ac := afring.Config{Protocol: unix.ETH_P_ALL, Promiscuous: true, RXFrames: cfg.RXFrames, TXFrames: cfg.TXFrames}
+	prog, err := IPv4Filter()
 	if len(cfg.Jobs) > 0 {
-		prog, err := JobFilter(cfg.Jobs)
-		if err != nil {
-			return nil, fmt.Errorf("transport: %w", err)
-		}
-		for _, in := range prog {
-			ac.Filter = append(ac.Filter, unix.SockFilter{Code: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K})
-		}
+		prog, err = JobFilter(cfg.Jobs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("transport: %w", err)
+	}
+	for _, in := range prog {
+		ac.Filter = append(ac.Filter, unix.SockFilter{Code: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K})
 	}
 	s, err := afring.Open(name, ac)
 	if err != nil {

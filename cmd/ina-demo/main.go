@@ -281,8 +281,8 @@ func (d *demo) makeHosts() error {
 	for i, h := range d.topo.hosts {
 		names[i] = h.name
 	}
-	if err := ipdrop.Namespaces(names); err != nil {
-		fmt.Fprintf(os.Stderr, "ina-demo: %v: the hosts' kernels will route every frame they receive (slower, not wrong)\n", err)
+	if err := ipdrop.Namespaces(names, "eth0"); err != nil {
+		fmt.Fprintf(os.Stderr, "ina-demo: %v: the hosts' kernels will take in every frame they receive (slower, not wrong)\n", err)
 	}
 	return nil
 }
