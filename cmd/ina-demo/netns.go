@@ -36,8 +36,8 @@ func ipCmd(args ...string) error {
 // addHost creates namespace prefix-name with eth0 (MAC mac) whose peer prefix+"s"+port is the
 // switch's port. No IP address is configured: the agents speak through AF_PACKET, and without an
 // address the kernel ignores INA frames instead of answering with ICMP (makeHosts then has ipdrop
-// end them at eth0's ingress, before the IP stack). The namespace and the link are recorded only once
-// made, so a name that another run holds ("File exists") is never deleted.
+// end them at eth0's ingress, before the IP stack). The namespace and the link are recorded only
+// once made, so a name that another run holds ("File exists") is never deleted.
 func (t *topology) addHost(name string, port int, mac, ip string) (host, error) {
 	h := host{name: t.prefix + "-" + name, port: port, link: fmt.Sprintf("%ss%d", t.prefix, port), mac: mac, ip: ip}
 	if err := ipCmd("netns", "add", h.name); err != nil {
