@@ -286,14 +286,28 @@ func (f *Frame) unmarshalAddr(b []byte) {
 	f.SrcPort = binary.BigEndian.Uint16(b[34:])
 }
 
-// IPv4Checksum is the RFC 1071 checksum of an IPv4 header whose checksum field is zero.
+// IPv4Checksum is the RFC 1071 checksum of an IPv4 header whose checksum field is zero. It runs
+// for every frame a worker sends and every frame the reference switch parses or rewrites, so it
+// sums 32-bit words (the one's-complement sum folds them to the same 16 bits) rather than 16-bit
+// ones: half the loads and adds of the RFC's loop.
 func IPv4Checksum(hdr []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(hdr); i += 2 {
-		sum += uint32(hdr[i])<<8 | uint32(hdr[i+1])
+	var sum uint64
+	if len(hdr) == 20 { // every header this project builds: no loop
+		sum = uint64(binary.BigEndian.Uint32(hdr[0:])) + uint64(binary.BigEndian.Uint32(hdr[4:])) +
+			uint64(binary.BigEndian.Uint32(hdr[8:])) + uint64(binary.BigEndian.Uint32(hdr[12:])) +
+			uint64(binary.BigEndian.Uint32(hdr[16:]))
+		hdr = nil
 	}
-	if len(hdr)%2 == 1 {
-		sum += uint32(hdr[len(hdr)-1]) << 8
+	for len(hdr) >= 4 {
+		sum += uint64(binary.BigEndian.Uint32(hdr))
+		hdr = hdr[4:]
+	}
+	if len(hdr) >= 2 {
+		sum += uint64(binary.BigEndian.Uint16(hdr))
+		hdr = hdr[2:]
+	}
+	if len(hdr) == 1 {
+		sum += uint64(hdr[0]) << 8
 	}
 	for sum>>16 != 0 {
 		sum = sum&0xffff + sum>>16
