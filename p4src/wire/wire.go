@@ -291,13 +291,12 @@ func (f *Frame) unmarshalAddr(b []byte) {
 // sums 32-bit words (the one's-complement sum folds them to the same 16 bits) rather than 16-bit
 // ones: half the loads and adds of the RFC's loop.
 func IPv4Checksum(hdr []byte) uint16 {
-	var sum uint64
 	if len(hdr) == 20 { // every header this project builds: no loop
-		sum = uint64(binary.BigEndian.Uint32(hdr[0:])) + uint64(binary.BigEndian.Uint32(hdr[4:])) +
+		return fold(uint64(binary.BigEndian.Uint32(hdr[0:])) + uint64(binary.BigEndian.Uint32(hdr[4:])) +
 			uint64(binary.BigEndian.Uint32(hdr[8:])) + uint64(binary.BigEndian.Uint32(hdr[12:])) +
-			uint64(binary.BigEndian.Uint32(hdr[16:]))
-		hdr = nil
+			uint64(binary.BigEndian.Uint32(hdr[16:])))
 	}
+	var sum uint64
 	for len(hdr) >= 4 {
 		sum += uint64(binary.BigEndian.Uint32(hdr))
 		hdr = hdr[4:]
@@ -309,6 +308,11 @@ func IPv4Checksum(hdr []byte) uint16 {
 	if len(hdr) == 1 {
 		sum += uint64(hdr[0]) << 8
 	}
+	return fold(sum)
+}
+
+// fold ends the one's-complement sum: carries folded into 16 bits, then complemented.
+func fold(sum uint64) uint16 {
 	for sum>>16 != 0 {
 		sum = sum&0xffff + sum>>16
 	}
