@@ -557,8 +557,7 @@ func (w *Worker) cut(seq, nextSeq uint32) {
 		return
 	}
 	w.recover, w.undoCwnd = nextSeq, 0
-	// Halved, not below the floor, and never raised to it: the window starts at 8, below a floor
-	// of 12.
+	// Halved, not below the floor, and never raised to it: InitialWindow (8) is under a floor of 12.
 	w.cwnd = max(min(w.cwnd, minWindow(w.cfg.Window)), w.cwnd/2)
 	w.cwndMilli.Store(int64(w.cwnd * 1000))
 	w.stats.WindowCuts.Add(1)
@@ -586,10 +585,7 @@ func (w *Worker) sampleRTT(r time.Duration) {
 // fastRetransmitAfter, so that a loss is caught by later completions rather than by the timer;
 // but at most half the job's slots, so that every window can still halve on ECN (a floor of 8 left
 // a job of 8 slots no congestion response at all). Under random loss the window is cut about once a
-// round trip whatever its size, so it sits at the floor, and the floor sets the speed. At 5% loss
-// on every port with 64 slots, make bench's tail loop (40-iteration runs, interleaved pairs): 4
-// chunks made an iteration twice as long as 8; 12 gave 17% more goodput than 8 (median of 5
-// pairs, 10 of 10 pairs in two sets faster), 16 about 7% with a p99 up to 1 s, 24 less than 8. A
-// larger window sends more of the span before a lost chunk's retransmission returns: when that
-// is lost too, nothing is left to overtake it and the job waits for the timer.
+// round trip whatever its size, so it sits at the floor, and the floor sets the speed: at 5% loss
+// on every port, 12 gave make bench's tail loop 17% more goodput than 8, while 16 and 24 let a lost
+// retransmission wait for the timer more often (worker/README.md, "Window and AIMD", has the runs).
 func minWindow(window int) float64 { return float64(min(12, max(1, window/2))) }
