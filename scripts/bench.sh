@@ -22,7 +22,8 @@
 #     order of magnitude slower; goodput is a rate) (ina-demo; every result checked exact);
 #   - INA vs no INA with 4 workers where the PS link binds (every port rate-limited), ideal ratio 4;
 #   - the tail: a training loop of 4 workers, a 1 MiB gradient all-reduced 200 times with 2 ms of
-#     compute between, clean and with 1% and 5% loss on every switch port (seeded by the round),
+#     compute between, the job given 128 slots (room for the window's floor under loss, a quarter
+#     of them: worker/README.md, "Window and AIMD"), clean and with 1% and 5% loss on every switch port (seeded by the round),
 #     the iteration all-reduce time (slowest worker) p50, p90, p99 and max, and how many slow
 #     iterations (over 1.5x p50) waited on the retransmission timer, a fast retransmission or a
 #     window cut
@@ -31,7 +32,7 @@
 # Knobs: BENCH_REPS (5), BENCH_SIZE (values, 262144 = 1 MiB), BENCH_ITERS (20: the first, which
 # waits for the peers to start, is left out, and the window has long reached its size),
 # BENCH_BMV2_SIZE (65536), BENCH_BMV2_ITERS (4), BENCH_RATE (Mbit/s per port for INA vs no INA, 20), BENCH_FWD_SECONDS (1),
-# BENCH_PATH_SECONDS (3, each half), BENCH_TAIL_SIZE (262144), BENCH_TAIL_ITERS (200), BENCH_OUT (also write
+# BENCH_PATH_SECONDS (3, each half), BENCH_TAIL_SIZE (262144), BENCH_TAIL_ITERS (200), BENCH_TAIL_SLOTS (128), BENCH_OUT (also write
 # the table there, e.g. docs/bench.md), BENCH_SAMPLES (also keep every round's samples there),
 # BENCH_LOGS (keep the tail runs' logs in that directory, one per round and loss: their workers
 # log every backoff of the retransmission timer, ina-worker -trace, which is where a slow round's
@@ -53,6 +54,7 @@ FWD=${BENCH_FWD_SECONDS:-1}
 PATHS=${BENCH_PATH_SECONDS:-3}
 TAIL_SIZE=${BENCH_TAIL_SIZE:-262144}
 TAIL_ITERS=${BENCH_TAIL_ITERS:-200}
+TAIL_SLOTS=${BENCH_TAIL_SLOTS:-128}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 samples=$out/samples
@@ -132,7 +134,7 @@ for rep in $(seq 1 "$REPS"); do
       progress "the tail, loss $loss"
       # A seed per round: the switch's losses, seeded, would otherwise fall alike in every round.
       if demo "tail$loss" -switch ref -job 1:4:1 -seed "$rep" -size "$TAIL_SIZE" -iters "$TAIL_ITERS" -compute 2ms \
-        -active-slots 64 -window 64 -loss "$loss" -trace; then
+        -active-slots "$TAIL_SLOTS" -window "$TAIL_SLOTS" -loss "$loss" -trace; then
         "$BUILD/bin/ina-bench" tail "$out/tail$loss" | tr ' ' '\n' | awk -F= -v k="tail$loss" -v rep="$rep" 'NF == 2 { print k "_" $1, rep, $2 }' >>"$samples"
         sample "tail${loss}_goodput" "$(goodput "tail$loss")"
       fi
@@ -157,7 +159,7 @@ done
 if [ -n "$BMV2_SKIP" ]; then notes+=("SKIP: BMv2 all-reduce rows: $BMV2_SKIP"); fi
 
 B=${BMV2_NAME:-BMv2}
-T="4 workers, 1 MiB x $TAIL_ITERS"
+T="4 workers, $TAIL_SLOTS slots, 1 MiB x $TAIL_ITERS"
 cat >"$out/rows" <<ROWS
 forwarding, 1 port: reference switch|fwd_ref_1|pkt/s|bare ring forwarder|fwd_ring_1|>= 0.80
 forwarding, 1 port: $B|fwd_bmv2_1|pkt/s|bare ring forwarder|fwd_ring_1|
