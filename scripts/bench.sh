@@ -23,20 +23,20 @@
 #   - INA vs no INA with 4 workers where the PS link binds (every port rate-limited), ideal ratio 4;
 #   - the tail: a training loop of 4 workers, a 1 MiB gradient all-reduced 200 times with 2 ms of
 #     compute between, the job given 128 slots (room for the window's floor under loss, a quarter
-#     of them: worker/README.md, "Window and AIMD"), clean and with 1% and 5% loss on every switch port (seeded by the round),
-#     the iteration all-reduce time (slowest worker) p50, p90, p99 and max, and how many slow
-#     iterations (over 1.5x p50) waited on the retransmission timer, a fast retransmission or a
-#     window cut
+#     of them: worker/README.md, "Window and AIMD"), clean and with 1% and 5% loss on every switch
+#     port (seeded by the round), the iteration all-reduce time (slowest worker) p50, p90, p99 and
+#     max, and how many slow iterations (over 1.5x p50) waited on the retransmission timer, a fast
+#     retransmission or a window cut
 #     (ina-bench tail over the workers' per-iteration lines);
 #   - the PS merge rate against copy() of the same bytes (Go benchmarks, per second of CPU time).
 # Knobs: BENCH_REPS (5), BENCH_SIZE (values, 262144 = 1 MiB), BENCH_ITERS (20: the first, which
 # waits for the peers to start, is left out, and the window has long reached its size),
-# BENCH_BMV2_SIZE (65536), BENCH_BMV2_ITERS (4), BENCH_RATE (Mbit/s per port for INA vs no INA, 20), BENCH_FWD_SECONDS (1),
-# BENCH_PATH_SECONDS (3, each half), BENCH_TAIL_SIZE (262144), BENCH_TAIL_ITERS (200), BENCH_TAIL_SLOTS (128), BENCH_OUT (also write
-# the table there, e.g. docs/bench.md), BENCH_SAMPLES (also keep every round's samples there),
-# BENCH_LOGS (keep the tail runs' logs in that directory, one per round and loss: their workers
-# log every backoff of the retransmission timer, ina-worker -trace, which is where a slow round's
-# tail is read).
+# BENCH_BMV2_SIZE (65536), BENCH_BMV2_ITERS (4), BENCH_RATE (Mbit/s per port for INA vs no INA,
+# 20), BENCH_FWD_SECONDS (1), BENCH_PATH_SECONDS (3, each half), BENCH_TAIL_SIZE (262144),
+# BENCH_TAIL_ITERS (200), BENCH_TAIL_SLOTS (128), BENCH_OUT (also write the table there, e.g.
+# docs/bench.md), BENCH_SAMPLES (also keep every round's samples there), BENCH_LOGS (keep the tail
+# runs' logs in that directory, one per round and loss: their workers log every backoff of the
+# retransmission timer, ina-worker -trace, which is where a slow round's tail is read).
 set -euo pipefail
 # The whole script is one block, read before any of it runs: bash otherwise reads a script as it
 # goes, and an edit to this file during the quarter of an hour a bench takes broke the run at its end.

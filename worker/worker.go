@@ -588,9 +588,9 @@ func (w *Worker) sampleRTT(r time.Duration) {
 // round trip whatever its size, so it sits at the floor, and the floor sets the speed: at 5% loss
 // on every port, 12 gave make bench's tail loop 17% more goodput than 8, while 16 and 24 let a lost
 // retransmission wait for the timer more often. A job of 128 slots or more has the room to keep a
-// quarter of them in flight: with 128, a floor of 32 was 1.2-1.5x as fast as 12 at 5% loss (16, 24
-// and 48 were slower than 32), and faster clean and at 1% too (worker/README.md, "Window and AIMD",
-// has the runs).
+// quarter of them in flight: 128 slots with a floor of 32 were 1.2-1.5x as fast as 64 with 12 at 5%
+// loss, and faster clean and at 1% too, where 128 with 12 was no faster and 16, 24 and 48 were
+// slower than 32 (worker/README.md, "Window and AIMD", has the runs).
 func minWindow(window int) float64 {
 	if window >= 128 {
 		return float64(window / 4)
