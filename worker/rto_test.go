@@ -251,8 +251,7 @@ func TestStallGivesNoRTTSample(t *testing.T) {
 
 // Under steady random loss the window is cut about once a round trip and sits at its floor, 12
 // chunks or half the slots, a quarter of them from 128 slots (here rank 0 loses every fifth chunk's
-// first transmission): a floor of 4 made make bench's tail loop at 5% loss twice as slow, 12 gave
-// 17% more goodput than 8, and with 128 slots 32 was faster than 12.
+// first transmission); the floor sets the speed of make bench's tail loop at 5% loss (minWindow).
 func TestWindowFloorUnderRandomLoss(t *testing.T) {
 	// The window starts at 8 and grows by 1/window per result: 128 slots take longer to reach 32.
 	for _, tc := range []struct{ slots, floor, chunks int }{{16, 8, 320}, {64, 12, 320}, {128, 32, 1600}} {

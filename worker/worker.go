@@ -585,12 +585,12 @@ func (w *Worker) sampleRTT(r time.Duration) {
 // fastRetransmitAfter, so that a loss is caught by later completions rather than by the timer;
 // but at most half the job's slots, so that every window can still halve on ECN (a floor of 8 left
 // a job of 8 slots no congestion response at all). Under random loss the window is cut about once a
-// round trip whatever its size, so it sits at the floor, and the floor sets the speed: at 5% loss
-// on every port, 12 gave make bench's tail loop 17% more goodput than 8, while 16 and 24 let a lost
-// retransmission wait for the timer more often. A job of 128 slots or more has the room to keep a
-// quarter of them in flight: 128 slots with a floor of 32 were 1.2-1.5x as fast as 64 with 12 at 5%
-// loss, and faster clean and at 1% too, where 128 with 12 was no faster and 16, 24 and 48 were
-// slower than 32 (worker/README.md, "Window and AIMD", has the runs).
+// round trip whatever its size, so it sits at the floor, and the floor sets the speed. A larger
+// floor sends more of the span before a lost chunk's retransmission returns, and when that is lost
+// too nothing is left to overtake it: the span has to hold several windows at the floor (the best
+// measured were five of 12 in 64 slots and four of 32 in 128). So 12 beat 8, 16 and 24 with 64
+// slots, and from 128 slots a quarter of them is the floor (more slots with the floor left at 12
+// were no faster). worker/README.md, "Window and AIMD", has the runs.
 func minWindow(window int) float64 {
 	if window >= 128 {
 		return float64(window / 4)
