@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"sort"
@@ -112,40 +113,43 @@ func (b *bucket) each(lo, hi int, fn func(p *part, s, e, at int)) {
 	}
 }
 
-// load leaves the lanes past the chunk's values zero (the sender fills the integrity lane).
-func (cd *manyCodec) load(c int, v *[K]int32, bypass bool) {
+// load writes chunk c's values big-endian into v, converted in place (float32 to fixed point, or
+// their bit patterns on the PS's exact path), and leaves the lanes past them zero (the sender
+// fills the integrity lane).
+func (cd *manyCodec) load(c int, v *[4 * K]byte, bypass bool) {
 	b, lo, hi := cd.locate(c)
 	filled := 0
 	b.each(lo, hi, func(p *part, s, e, at int) {
-		if !b.float {
-			copy(v[at:], p.i32[s:e])
-		} else {
+		out := v[4*at : 4*(at+e-s)]
+		switch {
+		case !b.float:
+			encodeInt32(out, p.i32[s:e])
+		case bypass:
 			for j, x := range p.f32[s:e] {
-				if bypass {
-					v[at+j] = int32(math.Float32bits(x))
-				} else {
-					v[at+j] = toFixed(x, b.scale)
-				}
+				binary.BigEndian.PutUint32(out[4*j:], math.Float32bits(x))
 			}
+		default:
+			encodeFixed(out, p.f32[s:e], b.scale)
 		}
 		filled = at + e - s
 	})
-	clear(v[filled:])
+	clear(v[4*filled:])
 }
 
-func (cd *manyCodec) store(c int, v *[K]int32, float bool) {
+// store writes a result's big-endian values into chunk c; float says they are float32 bit patterns.
+func (cd *manyCodec) store(c int, v *[4 * K]byte, float bool) {
 	b, lo, hi := cd.locate(c)
 	b.each(lo, hi, func(p *part, s, e, at int) {
-		if !b.float {
-			copy(p.i32[s:e], v[at:])
-			return
-		}
-		for j := range p.f32[s:e] {
-			if float {
-				p.f32[s+j] = math.Float32frombits(uint32(v[at+j]))
-			} else {
-				p.f32[s+j] = fromFixed(v[at+j], b.scale)
+		in := v[4*at : 4*(at+e-s)]
+		switch {
+		case !b.float:
+			decodeInt32(p.i32[s:e], in)
+		case float:
+			for j := range p.f32[s:e] {
+				p.f32[s+j] = math.Float32frombits(binary.BigEndian.Uint32(in[4*j:]))
 			}
+		default:
+			decodeFixed(p.f32[s:e], in, b.scale)
 		}
 	})
 }

@@ -34,14 +34,18 @@ type Worker struct {
 	rto       time.Duration // the estimate (RFC 6298 2), never backed off itself
 	rtoNanos  atomic.Int64  // rto for Snapshot
 	backoff   int           // timer backoffs since the last clean sample (RFC 6298 5.5), up to maxBackoff
-	backedOff time.Time     // when the timer last backed off
+	backedOff uint64        // w.stamp when the timer last backed off: transmissions up to it came before
 	undoCwnd  float64       // the window before a cut for a silent expiry, restored if the expiry proves spurious; 0: none
 	failed    bool
-	stats     Stats
-	tmpl      wire.Frame
-	txbuf     []byte
-	rxbuf     []byte
-	rxFrame   wire.Frame
+	// A thread of a Group owns the seqs that are lane mod step, and span = Window/step of the window
+	// (step 1, span Window for a Worker of its own).
+	lane, step uint32
+	span       int
+	stats      Stats
+	tmpl       wire.Frame
+	txbuf      []byte
+	rxbuf      []byte
+	rxHeader   wire.Header
 }
 
 // New returns a worker sending and receiving on t.
@@ -50,7 +54,7 @@ func New(cfg Config, t transport.Transport) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{cfg: cfg, t: t, cwnd: float64(cfg.InitialWindow), rto: cfg.RTO,
-		txbuf: make([]byte, wire.FrameLen), rxbuf: make([]byte, 2048)}
+		txbuf: make([]byte, wire.FrameLen), rxbuf: make([]byte, 2048), step: 1, span: cfg.Window}
 	w.cwndMilli.Store(int64(w.cwnd * 1000))
 	w.rtoNanos.Store(int64(w.rto))
 	w.batch, _ = t.(transport.Batcher)
@@ -93,10 +97,12 @@ func (w *Worker) AllReduceFloat32(ctx context.Context, data []float32, scale flo
 // codec moves the chunks of one call between the caller's tensors and packet values.
 type codec interface {
 	numChunks() int
-	// load fills v with chunk c as aggregatable int32 values, or as float32 bit patterns if bypass.
-	load(c int, v *[K]int32, bypass bool)
-	// store writes a result into chunk c; float says the values are float32 bit patterns.
-	store(c int, v *[K]int32, float bool)
+	// load fills v with chunk c as big-endian aggregatable int32 values, or as float32 bit
+	// patterns if bypass: the values of a frame, written in place.
+	load(c int, v *[4 * K]byte, bypass bool)
+	// store writes a result's big-endian values into chunk c; float says they are float32 bit
+	// patterns.
+	store(c int, v *[4 * K]byte, float bool)
 	// isFloat reports whether chunk c holds float32 values (sent with FLOAT on the exact path).
 	isFloat(c int) bool
 	// saturated lists the tensors holding saturated values after the given chunks overflowed.
@@ -116,6 +122,10 @@ type inflight struct {
 	done      bool
 }
 
+// coarseTicks is how many passes of the call's loop (each takes a result, if one is waiting) share
+// one reading of the clock while no pass waits.
+const coarseTicks = 16
+
 // fastRetransmitAfter is how many chunks sent after a chunk must complete before the chunk is
 // taken as lost and resent without waiting for its timer. The switch's reordering holds a packet
 // behind one other, so three are never reordering; on a machine where the retransmission timer
@@ -127,14 +137,26 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 	if w.failed {
 		return ErrClosedWorker
 	}
-	chunks := cd.numChunks()
-	if chunks == 0 {
+	all := cd.numChunks()
+	if all == 0 {
 		return nil
 	}
 	base := w.nextSeq
 	// Whatever happens, the peers number the next call from here too.
-	w.nextSeq += uint32(chunks)
-	win := make([]inflight, w.cfg.Window) // ring indexed by chunk mod Window
+	w.nextSeq += uint32(all)
+	full, first := cd, uint32(0)
+	if w.step > 1 {
+		// One thread of a Group: its chunks are those whose seq is lane mod step, so it numbers
+		// from the first of them and counts in steps.
+		first = (w.lane + w.step - base%w.step) % w.step
+		cd = newLaneCodec(full, int(first), int(w.step))
+	}
+	base += first
+	chunks := cd.numChunks()
+	if chunks == 0 {
+		return nil
+	}
+	win := make([]inflight, w.span) // ring indexed by chunk mod Window
 	var overflowed []int
 	lo, next := 0, 0
 	// The congestion window bounds the chunks in flight (sent, no result yet), as TCP's pipe
@@ -145,17 +167,27 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 	// and the timer had to (at 1% loss, 4 workers, 1 MiB calls: most of the call's time).
 	pipe := 0
 	hi := -1 // the latest chunk of the call that completed
-	lastProgress := time.Now()
+	// The clock is read after every wait for a result and every coarseTicks results taken
+	// without one, not per chunk: a burst of results (a ring's worth) shares one reading, which
+	// is late by at most that burst's processing, microseconds against timers of milliseconds.
+	now := time.Now()
+	lastProgress := now
+	// The transmissions before the last result, for ordering: the coarse clock may give a send and
+	// a result the same reading.
+	lastResultStamp := w.stamp
 	nextCheck := time.Time{}
+	ticks := 0
 	for lo < chunks {
 		if err := ctx.Err(); err != nil {
 			w.failed = true
 			return err
 		}
-		for next < chunks && next-lo < w.cfg.Window && pipe < max(1, int(w.cwnd)) {
-			st := &win[next%w.cfg.Window]
+		if ticks++; ticks >= coarseTicks {
+			now, ticks = time.Now(), 0
+		}
+		for next < chunks && next-lo < w.span && pipe < max(1, int(w.cwnd)) {
+			st := &win[next%w.span]
 			*st = inflight{}
-			now := time.Now()
 			if err := w.send(base, next, st, cd, 0, now); err != nil {
 				w.failed = true
 				return err
@@ -167,15 +199,14 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 			}
 			next++
 		}
-		now := time.Now()
 		if now.Sub(lastProgress) > w.cfg.ProgressTimeout {
 			w.failed = true
 			return fmt.Errorf("%w: job %d rank %d: no result for chunk seq %d (call chunks %d..%d, %d done) in %v after %d retransmissions; a peer worker, the PS or the switch is not responding",
-				ErrNoProgress, w.cfg.Job, w.cfg.Rank, base+uint32(lo), base, base+uint32(chunks)-1, lo, w.cfg.ProgressTimeout, win[lo%w.cfg.Window].tries)
+				ErrNoProgress, w.cfg.Job, w.cfg.Rank, base+w.step*uint32(lo), base, base+w.step*uint32(chunks)-1, lo, w.cfg.ProgressTimeout, win[lo%w.span].tries)
 		}
 		if !now.Before(nextCheck) {
 			var err error
-			if nextCheck, err = w.retransmit(base, lo, next, hi, win, cd, now, lastProgress); err != nil {
+			if nextCheck, err = w.retransmit(base, lo, next, hi, win, cd, now, lastProgress, lastResultStamp); err != nil {
 				w.failed = true
 				return err
 			}
@@ -195,6 +226,8 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 				return err
 			}
 			k, err = w.t.Recv(w.rxbuf, deadline)
+			// Recv may have waited: RTT samples and progress need the arrival time.
+			now, ticks = time.Now(), 0
 		}
 		if errors.Is(err, transport.ErrTimeout) {
 			continue
@@ -203,20 +236,21 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 			w.failed = true
 			return fmt.Errorf("worker: job %d rank %d: receive: %w", w.cfg.Job, w.cfg.Rank, err)
 		}
-		now = time.Now() // Recv may have waited: RTT samples and progress need the arrival time
-		f := &w.rxFrame  // reused: the codec (an interface) would make a local escape
-		if f.Unmarshal(w.rxbuf[:k]) != nil || f.INA.Type != wire.TypeResult || f.INA.Job != w.cfg.Job {
+		h := &w.rxHeader // reused: the codec (an interface) would make a local escape
+		vals, err := h.UnmarshalFrameView(w.rxbuf[:k])
+		if err != nil || h.Type != wire.TypeResult || h.Job != w.cfg.Job {
 			w.stats.RxErrors.Add(1)
 			continue
 		}
-		c := int(f.INA.Seq - base)
-		if f.INA.Seq-base >= uint32(chunks) || c < lo || c >= next || win[c%w.cfg.Window].done {
+		v := (*[4 * K]byte)(vals)
+		off := h.Seq - base // this thread's chunks are step seqs apart
+		c := int(off / w.step)
+		if off%w.step != 0 || off/w.step >= uint32(chunks) || c < lo || c >= next || win[c%w.span].done {
 			w.stats.ResultsIgnored.Add(1)
 			continue
 		}
-		st := &win[c%w.cfg.Window]
-		h := &f.INA
-		if !w.cfg.NoIntegrity && !wire.IntegrityOKValues(&h.Values) {
+		st := &win[c%w.span]
+		if !w.cfg.NoIntegrity && !wire.IntegrityOK(v) {
 			// Corrupted on its way here: never delivered. The PS keeps the result it verified
 			// and answers a RESEND with it; the timer covers a RESEND that is lost or corrupted.
 			w.stats.Corrupt.Add(1)
@@ -230,9 +264,9 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 		}
 		if h.Flags&wire.FlagECN != 0 {
 			w.stats.ECN.Add(1)
-			w.cut(h.Seq, base+uint32(next))
+			w.cut(h.Seq, base+w.step*uint32(next))
 		} else {
-			w.cwnd = min(w.cwnd+1/w.cwnd, float64(w.cfg.Window))
+			w.cwnd = min(w.cwnd+1/w.cwnd, float64(w.span))
 			w.cwndMilli.Store(int64(w.cwnd * 1000))
 		}
 		bypassResult := h.Flags&wire.FlagBypass != 0
@@ -264,14 +298,14 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 			continue
 		}
 		if st.tries == 0 && !st.bypass {
-			if w.undoCwnd > 0 && st.sent.Before(w.backedOff) {
+			if w.undoCwnd > 0 && st.stamp <= w.backedOff {
 				// A chunk sent before the silent expiry completed on its first transmission: the
 				// delay jumped, nothing was lost, and the cut is undone (as Eifel, RFC 3522/4015).
 				w.cwnd, w.undoCwnd = max(w.cwnd, w.undoCwnd), 0
 				w.cwndMilli.Store(int64(w.cwnd * 1000))
 				w.stats.SpuriousTimeouts.Add(1)
 			}
-			if st.sent.After(w.backedOff) {
+			if st.stamp > w.backedOff {
 				// A chunk out through the expiry's silence completes after the stall, however short
 				// the round trip: a sample from it lifted the estimate past the stall, and a stalled
 				// peer is a stall for every other worker. The backoff stays until a chunk sent
@@ -283,9 +317,9 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 			w.failed = true
 			return err
 		}
-		cd.store(c, &h.Values, h.Flags&wire.FlagFloat != 0)
+		cd.store(c, v, h.Flags&wire.FlagFloat != 0)
 		if bypassResult && h.Flags&wire.FlagOverflow != 0 && h.Flags&wire.FlagFloat == 0 {
-			overflowed = append(overflowed, c)
+			overflowed = append(overflowed, int(first+w.step*uint32(c))) // the call's chunk index
 		}
 		st.done = true
 		hi = max(hi, c)
@@ -297,13 +331,13 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 			// in the silence expire amid the results right behind this one.
 			nextCheck = w.restartTimers(lo, next, win, now)
 		}
-		lastProgress = now
-		for lo < next && win[lo%w.cfg.Window].done {
+		lastProgress, lastResultStamp = now, w.stamp
+		for lo < next && win[lo%w.span].done {
 			lo++
 		}
 	}
 	if len(overflowed) > 0 {
-		return &OverflowError{Job: w.cfg.Job, Chunks: overflowed, Tensors: cd.saturated(overflowed)}
+		return &OverflowError{Job: w.cfg.Job, Chunks: overflowed, Tensors: full.saturated(overflowed)}
 	}
 	return nil
 }
@@ -311,7 +345,7 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 // send transmits chunk c (seq base+c); extra is BYPASS for the PS path and RESEND for a retry.
 func (w *Worker) send(base uint32, c int, st *inflight, cd codec, extra wire.Flags, now time.Time) error {
 	f := &w.tmpl
-	f.INA.Seq = base + uint32(c)
+	f.INA.Seq = base + w.step*uint32(c)
 	f.INA.Slot = w.cfg.slot(f.INA.Seq)
 	f.INA.Flags = extra
 	if st.bypass {
@@ -320,13 +354,15 @@ func (w *Worker) send(base uint32, c int, st *inflight, cd codec, extra wire.Fla
 			f.INA.Flags |= wire.FlagFloat
 		}
 	}
-	cd.load(c, &f.INA.Values, st.bypass)
-	if !w.cfg.NoIntegrity {
-		f.INA.Values[wire.IntegrityLane] = wire.IntegritySum(&f.INA.Values)
-	}
 	f.ID++
-	if err := f.MarshalTo(w.txbuf); err != nil {
+	if err := f.MarshalHeadersTo(w.txbuf); err != nil {
 		return err
+	}
+	// The values are converted straight into the frame, and the integrity lane summed there.
+	v := (*[4 * K]byte)(w.txbuf[wire.FrameLen-4*K:])
+	cd.load(c, v, st.bypass)
+	if !w.cfg.NoIntegrity {
+		wire.SetIntegrity(v)
 	}
 	if err := w.queue(w.txbuf); err != nil {
 		return fmt.Errorf("worker: job %d rank %d: send: %w", w.cfg.Job, w.cfg.Rank, err)
@@ -355,14 +391,14 @@ func (w *Worker) doubled(k int) time.Duration { return min(w.rto<<min(k, maxBack
 // before it (stamp), and resends with RESEND those it has now overtaken fastRetransmitAfter times.
 func (w *Worker) fastRetransmit(base uint32, lo, c, next int, win []inflight, stamp uint64, cd codec, now time.Time) error {
 	for j := lo; j < c; j++ {
-		st := &win[j%w.cfg.Window]
+		st := &win[j%w.span]
 		if st.done || st.stamp > stamp {
 			continue
 		}
 		if st.overtaken++; st.overtaken != fastRetransmitAfter {
 			continue
 		}
-		w.lossy(base+uint32(j), base+uint32(next))
+		w.lossy(base+w.step*uint32(j), base+w.step*uint32(next))
 		st.tries++
 		if err := w.send(base, j, st, cd, wire.FlagResend, now); err != nil {
 			return err
@@ -386,8 +422,8 @@ func (w *Worker) flush() error {
 
 // retransmit resends every chunk in [lo, next) whose timer expired, with RESEND unless no chunk
 // after it completed (hi is the latest that did), and returns when the next timer fires.
-// lastResult is when the last result arrived.
-func (w *Worker) retransmit(base uint32, lo, next, hi int, win []inflight, cd codec, now, lastResult time.Time) (time.Time, error) {
+// lastResult is when the last result arrived, and resultStamp the transmissions before it.
+func (w *Worker) retransmit(base uint32, lo, next, hi int, win []inflight, cd codec, now, lastResult time.Time, resultStamp uint64) (time.Time, error) {
 	var earliest time.Time
 	cut, backoff, lost := false, false, false
 	before, undo := w.cwnd, w.undoCwnd
@@ -395,7 +431,7 @@ func (w *Worker) retransmit(base uint32, lo, next, hi int, win []inflight, cd co
 	// path works (a round trip over the window).
 	silence := now.Sub(lastResult) >= w.rto/2
 	for c := lo; c < next; c++ {
-		st := &win[c%w.cfg.Window]
+		st := &win[c%w.span]
 		if st.done {
 			continue
 		}
@@ -405,7 +441,7 @@ func (w *Worker) retransmit(base uint32, lo, next, hi int, win []inflight, cd co
 			// chunk was lost, not late, and a longer timer would only wait longer for it (5%
 			// loss: twice the all-reduce time). Every chunk has its own timer: only one sent
 			// since the last backoff backs off again, as RFC 6298's one timer would.
-			backoff = backoff || (st.sent.After(w.backedOff) && !lastResult.After(st.sent))
+			backoff = backoff || (st.stamp > w.backedOff && resultStamp < st.stamp)
 			if silence && c != lo && !st.resume {
 				// RFC 6298 5.4: in a silence only the oldest chunk is resent (the probe); the
 				// others' timers restart. The path is stalled, not lossy: resending every chunk in
@@ -422,7 +458,7 @@ func (w *Worker) retransmit(base uint32, lo, next, hi int, win []inflight, cd co
 				continue
 			}
 			if !cut {
-				w.cut(base+uint32(c), base+uint32(next))
+				w.cut(base+w.step*uint32(c), base+w.step*uint32(next))
 				cut = true
 			}
 			lost = lost || !silence
@@ -461,12 +497,12 @@ func (w *Worker) retransmit(base uint32, lo, next, hi int, win []inflight, cd co
 		// RESEND that the PS answers to every worker of the job, and the estimate, fed only by
 		// chunks that were not retransmitted (Karn), never catches up with the new delay. The
 		// chunks still in flight wait for the backed-off timer too.
-		w.backoff, w.backedOff = min(w.backoff+1, maxBackoff), now
+		w.backoff, w.backedOff = min(w.backoff+1, maxBackoff), w.stamp
 		w.stats.TimerBackoffs.Add(1)
 		earliest = time.Time{}
 		out := 0
 		for c := lo; c < next; c++ {
-			st := &win[c%w.cfg.Window]
+			st := &win[c%w.span]
 			if st.done {
 				continue
 			}
@@ -480,7 +516,7 @@ func (w *Worker) retransmit(base uint32, lo, next, hi int, win []inflight, cd co
 		}
 		if w.cfg.Trace != nil {
 			w.cfg.Trace.Info("timer backoff", "job", w.cfg.Job, "rank", w.cfg.Rank, "backoff", w.backoff,
-				"seq", base+uint32(lo), "tries", win[lo%w.cfg.Window].tries, "out", out,
+				"seq", base+w.step*uint32(lo), "tries", win[lo%w.span].tries, "out", out,
 				"silence_ms", float64(now.Sub(lastResult).Microseconds())/1000, "cwnd", math.Round(w.cwnd*100)/100)
 		}
 	}
@@ -502,7 +538,7 @@ func (w *Worker) retransmit(base uint32, lo, next, hi int, win []inflight, cd co
 func (w *Worker) restartTimers(lo, next int, win []inflight, now time.Time) time.Time {
 	var earliest time.Time
 	for c := lo; c < next; c++ {
-		st := &win[c%w.cfg.Window]
+		st := &win[c%w.span]
 		if st.done {
 			continue
 		}
@@ -544,7 +580,7 @@ func (w *Worker) lossy(seq, nextSeq uint32) {
 		w.cut(seq, nextSeq)
 		return
 	}
-	if room := max(minWindow(w.cfg.Window), 0.75*float64(w.cfg.Window)); w.cwnd > room {
+	if room := max(minWindow(w.span), 0.75*float64(w.span)); w.cwnd > room {
 		w.cwnd = room
 		w.cwndMilli.Store(int64(w.cwnd * 1000))
 	}
@@ -558,7 +594,7 @@ func (w *Worker) cut(seq, nextSeq uint32) {
 	}
 	w.recover, w.undoCwnd = nextSeq, 0
 	// Halved, not below the floor, and never raised to it: InitialWindow (8) is under a floor of 12.
-	w.cwnd = max(min(w.cwnd, minWindow(w.cfg.Window)), w.cwnd/2)
+	w.cwnd = max(min(w.cwnd, minWindow(w.span)), w.cwnd/2)
 	w.cwndMilli.Store(int64(w.cwnd * 1000))
 	w.stats.WindowCuts.Add(1)
 }

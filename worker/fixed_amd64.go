@@ -1,0 +1,65 @@
+//go:build !purego
+
+package worker
+
+import "golang.org/x/sys/cpu"
+
+func init() {
+	if cpu.X86.HasAVX2 {
+		encodeFixed, decodeFixed = encodeFixedAVX2, decodeFixedAVX2
+	}
+}
+
+// encodeFixedAVX2 converts 4 values a step in the kernel; the last len(x) mod 4 go through it
+// too, in a padded copy (a chunk of 63 values has 3 of them, which cost more in Go than the rest).
+func encodeFixedAVX2(dst []byte, x []float32, scale float64) {
+	dst = dst[:4*len(x)]
+	if n := len(x) &^ 3; n > 0 {
+		toFixedBE4(&dst[0], &x[0], n, scale)
+		dst, x = dst[4*n:], x[n:]
+	}
+	if len(x) > 0 {
+		var in [4]float32
+		var out [16]byte
+		copy(in[:], x)
+		toFixedBE4(&out[0], &in[0], 4, scale)
+		copy(dst, out[:])
+	}
+}
+
+// decodeFixedAVX2 divides by scale, or multiplies by its reciprocal where that is exact; the
+// last len(dst) mod 4 values go through a padded copy.
+func decodeFixedAVX2(dst []float32, src []byte, scale float64) {
+	src = src[:4*len(dst)]
+	mul := exactReciprocal(scale)
+	if n := len(dst) &^ 3; n > 0 {
+		fromFixedBE4(&dst[0], &src[0], n, scale, mul)
+		dst, src = dst[n:], src[4*n:]
+	}
+	if len(dst) > 0 {
+		var in [16]byte
+		var out [4]float32
+		copy(in[:], src)
+		fromFixedBE4(&out[0], &in[0], 4, scale, mul)
+		copy(dst, out[:])
+	}
+}
+
+// fromFixedBE4 is a direct call of one kernel (a kernel in a variable would move the padded
+// arrays to the heap).
+func fromFixedBE4(dst *float32, src *byte, n int, scale float64, mul bool) {
+	if mul {
+		fromFixedBE4Mul(dst, src, n, 1/scale)
+	} else {
+		fromFixedBE4Div(dst, src, n, scale)
+	}
+}
+
+//go:noescape
+func toFixedBE4(dst *byte, x *float32, n int, scale float64)
+
+//go:noescape
+func fromFixedBE4Mul(dst *float32, src *byte, n int, inv float64)
+
+//go:noescape
+func fromFixedBE4Div(dst *float32, src *byte, n int, scale float64)

@@ -1,0 +1,104 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// The fixed-point kernels of fixed.go, 4 values a step in float64 lanes (n is a multiple of 4).
+//
+// toFixed is round half away from zero of x*scale, clipped to the int32 bounds, NaN to the upper
+// one. Here: v = x*scale (exact float64 product, as in Go); t = v + copysign(0.5-2^-54, v); t
+// clipped with VMINPD against 2^31-1 (which also turns NaN into it: VMINPD returns its second
+// source when either is NaN) and VMAXPD against -2^31; then truncated (VCVTTPD2DQ). Adding the
+// largest float64 below one half and truncating is round half away from zero for every |v| below
+// 2^52: a fraction of one half or more reaches the next integer, one below it does not, and the
+// sum's own rounding cannot cross an integer.
+
+DATA bswap32<>+0x00(SB)/8, $0x0405060700010203
+DATA bswap32<>+0x08(SB)/8, $0x0c0d0e0f08090a0b
+GLOBL bswap32<>(SB), RODATA|NOPTR, $16
+
+DATA signbit<>+0x00(SB)/8, $0x8000000000000000
+GLOBL signbit<>(SB), RODATA|NOPTR, $8
+
+// 0.49999999999999994 (0.5 - 2^-54)
+DATA justunderhalf<>+0x00(SB)/8, $0x3fdfffffffffffff
+GLOBL justunderhalf<>(SB), RODATA|NOPTR, $8
+
+// 2147483647.0 and -2147483648.0
+DATA maxint32<>+0x00(SB)/8, $0x41dfffffffc00000
+GLOBL maxint32<>(SB), RODATA|NOPTR, $8
+DATA minint32<>+0x00(SB)/8, $0xc1e0000000000000
+GLOBL minint32<>(SB), RODATA|NOPTR, $8
+
+// func toFixedBE4(dst *byte, x *float32, n int, scale float64)
+TEXT ·toFixedBE4(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSD scale+24(FP), Y15
+	VBROADCASTSD signbit<>(SB), Y14
+	VBROADCASTSD justunderhalf<>(SB), Y13
+	VBROADCASTSD maxint32<>(SB), Y12
+	VBROADCASTSD minint32<>(SB), Y11
+	VBROADCASTI128 bswap32<>(SB), Y10
+	SHRQ         $2, CX
+loop:
+	VCVTPS2PD    (SI), Y0
+	VMULPD       Y15, Y0, Y0
+	VANDPD       Y14, Y0, Y1
+	VORPD        Y13, Y1, Y1
+	VADDPD       Y1, Y0, Y0
+	VMINPD       Y12, Y0, Y0
+	VMAXPD       Y11, Y0, Y0
+	VCVTTPD2DQY  Y0, X0
+	VPSHUFB      X10, X0, X0
+	VMOVDQU      X0, (DI)
+	ADDQ         $16, SI
+	ADDQ         $16, DI
+	DECQ         CX
+	JNZ          loop
+	VZEROUPPER
+	RET
+
+// func fromFixedBE4Mul(dst *float32, src *byte, n int, inv float64)
+TEXT ·fromFixedBE4Mul(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSD inv+24(FP), Y15
+	VBROADCASTI128 bswap32<>(SB), Y10
+	SHRQ         $2, CX
+mloop:
+	VMOVDQU      (SI), X0
+	VPSHUFB      X10, X0, X0
+	VCVTDQ2PD    X0, Y0
+	VMULPD       Y15, Y0, Y0
+	VCVTPD2PSY   Y0, X0
+	VMOVUPS      X0, (DI)
+	ADDQ         $16, SI
+	ADDQ         $16, DI
+	DECQ         CX
+	JNZ          mloop
+	VZEROUPPER
+	RET
+
+// func fromFixedBE4Div(dst *float32, src *byte, n int, scale float64)
+TEXT ·fromFixedBE4Div(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSD scale+24(FP), Y15
+	VBROADCASTI128 bswap32<>(SB), Y10
+	SHRQ         $2, CX
+dloop:
+	VMOVDQU      (SI), X0
+	VPSHUFB      X10, X0, X0
+	VCVTDQ2PD    X0, Y0
+	VDIVPD       Y15, Y0, Y0
+	VCVTPD2PSY   Y0, X0
+	VMOVUPS      X0, (DI)
+	ADDQ         $16, SI
+	ADDQ         $16, DI
+	DECQ         CX
+	JNZ          dloop
+	VZEROUPPER
+	RET
