@@ -1,0 +1,199 @@
+package worker
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/inapack/inapack/transport"
+)
+
+// Group is one member of a job on several threads, each with its own transport (a ring pair):
+// thread k sends and receives the chunks whose seq is k mod Threads. With Window a multiple of
+// Threads those chunks map to the slots SlotBase+i with i = k mod Threads, so the threads own
+// disjoint slots, and each keeps at most Window/Threads of them in flight: every thread keeps
+// the single worker's rule (a seq span under Window/Threads of its own chunks, under Window in
+// seqs), and the job never collides with itself. Each thread has its own congestion window and
+// retransmission timer. The peers need not run as many threads: the wire carries the same
+// chunks with the same seqs and slots either way.
+type Group struct {
+	ws   []*Worker
+	reqs []chan groupCall
+	done chan groupDone
+	cpu  []atomic.Int64 // each thread's CPU time at the end of its last call, ns
+}
+
+type groupCall struct {
+	ctx context.Context
+	cd  codec
+}
+
+type groupDone struct {
+	thread int
+	err    error
+}
+
+// NewGroup returns a member of cfg's job running on len(ts) threads, thread k on ts[k].
+// cfg.Window must be a multiple of len(ts); cfg.InitialWindow is per thread. Close stops the
+// threads (not the transports).
+func NewGroup(cfg Config, ts []transport.Transport) (*Group, error) {
+	n := len(ts)
+	if n < 1 || n > MaxThreads || cfg.Window%n != 0 {
+		return nil, fmt.Errorf("%w: %d threads for a window of %d: want 1..%d threads dividing the window", ErrConfig, n, cfg.Window, MaxThreads)
+	}
+	g := &Group{done: make(chan groupDone, n), cpu: make([]atomic.Int64, n)}
+	for k, t := range ts {
+		c := cfg
+		c.InitialWindow = min(cmp.Or(max(cfg.InitialWindow, 0), 8), cfg.Window/n)
+		w, err := New(c, t)
+		if err != nil {
+			return nil, err
+		}
+		w.lane, w.step, w.span = uint32(k), uint32(n), cfg.Window/n
+		g.ws = append(g.ws, w)
+		g.reqs = append(g.reqs, make(chan groupCall))
+		go g.thread(k)
+	}
+	return g, nil
+}
+
+// MaxThreads bounds a Group's threads.
+const MaxThreads = 64
+
+// thread runs thread k's share of every call on one OS thread: the ring pair it serves stays
+// with one core's caches, and its CPU time is the thread's own.
+func (g *Group) thread(k int) {
+	runtime.LockOSThread()
+	for c := range g.reqs[k] {
+		err := g.ws[k].run(c.ctx, c.cd)
+		var ts unix.Timespec
+		if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) == nil {
+			g.cpu[k].Store(ts.Nano())
+		}
+		g.done <- groupDone{k, err}
+	}
+}
+
+// Threads is the number of threads.
+func (g *Group) Threads() int { return len(g.ws) }
+
+// CPU is the CPU time (user and system) the group's threads have used, as of their last calls.
+func (g *Group) CPU() time.Duration {
+	var d int64
+	for i := range g.cpu {
+		d += g.cpu[i].Load()
+	}
+	return time.Duration(d)
+}
+
+// Close stops the threads; the group is unusable afterwards. It must not overlap a call.
+func (g *Group) Close() {
+	for _, r := range g.reqs {
+		close(r)
+	}
+}
+
+// AllReduceMany is Worker.AllReduceMany on the group's threads.
+func (g *Group) AllReduceMany(ctx context.Context, ts []Tensor) error {
+	cd, err := newManyCodec(ts, g.ws[0].cfg.width())
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for k := range g.ws {
+		g.reqs[k] <- groupCall{ctx, cd}
+	}
+	var first error
+	var over []int
+	for range g.ws {
+		d := <-g.done
+		var oe *OverflowError
+		switch {
+		case errors.As(d.err, &oe):
+			over = append(over, oe.Chunks...)
+		case d.err != nil && first == nil:
+			// The peers are the same for every thread: a thread that cannot go on means the
+			// others will not either, so they stop now rather than at their own timeouts.
+			first = d.err
+			cancel()
+		}
+	}
+	if first != nil {
+		return first
+	}
+	if len(over) > 0 {
+		slices.Sort(over)
+		return &OverflowError{Job: g.ws[0].cfg.Job, Chunks: over, Tensors: cd.saturated(over)}
+	}
+	return nil
+}
+
+// AllReduceFloat32 is Worker.AllReduceFloat32 on the group's threads.
+func (g *Group) AllReduceFloat32(ctx context.Context, data []float32, scale float64) error {
+	if data == nil {
+		data = []float32{}
+	}
+	return g.AllReduceMany(ctx, []Tensor{{Float32: data, Scale: scale}})
+}
+
+// AllReduceInt32 is Worker.AllReduceInt32 on the group's threads.
+func (g *Group) AllReduceInt32(ctx context.Context, data []int32) error {
+	return g.AllReduceMany(ctx, []Tensor{{Int32: data}})
+}
+
+// Snapshot sums the threads' counters; Window is the sum of their windows and RTO the largest.
+func (g *Group) Snapshot() StatsSnapshot {
+	var s StatsSnapshot
+	for _, w := range g.ws {
+		t := w.Snapshot()
+		s.DataSent += t.DataSent
+		s.Resent += t.Resent
+		s.BypassSent += t.BypassSent
+		s.FastResent += t.FastResent
+		s.PlainResent += t.PlainResent
+		s.Results += t.Results
+		s.ResultsIgnored += t.ResultsIgnored
+		s.Overflows += t.Overflows
+		s.ECN += t.ECN
+		s.WindowCuts += t.WindowCuts
+		s.Corrupt += t.Corrupt
+		s.CorruptRedirects += t.CorruptRedirects
+		s.TimerBackoffs += t.TimerBackoffs
+		s.SpuriousTimeouts += t.SpuriousTimeouts
+		s.TimerHeld += t.TimerHeld
+		s.RxErrors += t.RxErrors
+		s.Window += t.Window
+		s.RTO = max(s.RTO, t.RTO)
+	}
+	return s
+}
+
+// laneCodec is one thread's view of a call: its chunk i is the call's chunk first + step*i.
+type laneCodec struct {
+	cd          codec
+	first, step int
+	n           int
+}
+
+func newLaneCodec(cd codec, first, step int) *laneCodec {
+	n := 0
+	if all := cd.numChunks(); first < all {
+		n = (all - first + step - 1) / step
+	}
+	return &laneCodec{cd: cd, first: first, step: step, n: n}
+}
+
+func (l *laneCodec) numChunks() int                          { return l.n }
+func (l *laneCodec) index(c int) int                         { return l.first + l.step*c }
+func (l *laneCodec) load(c int, v *[4 * K]byte, bypass bool) { l.cd.load(l.index(c), v, bypass) }
+func (l *laneCodec) store(c int, v *[4 * K]byte, float bool) { l.cd.store(l.index(c), v, float) }
+func (l *laneCodec) isFloat(c int) bool                      { return l.cd.isFloat(l.index(c)) }
+func (l *laneCodec) saturated(chunks []int) []int            { return l.cd.saturated(chunks) }
