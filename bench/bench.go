@@ -3,6 +3,7 @@
 //
 //	ina-bench forward -bin build/bin -bmv2 /opt/p4-perf/bin/simple_switch_grpc -bmv2-json build/ina.json
 //	ina-bench path -workers 4 -window 64 -duration 2s
+//	ina-bench agents -pairs 3
 //	ina-bench tail DIR
 //	ina-bench table SAMPLES ROWS
 //	ina-bench agree A.md B.md
@@ -20,6 +21,10 @@
 // chunk; it prints "path: workers=N goodput_mbps=X", the goodput per worker that no all-reduce
 // on this path can pass.
 //
+// agents is the agents' CPU per chunk (agents.go): one worker and the PS against the switch
+// model in memory, on one thread and on two, and (as root) the worker over AF_PACKET beside the
+// bare ring loop on the same path; it prints one "agents:" line of key=value medians.
+//
 // forward and path need root; everything they create is removed on exit.
 //
 // tail reads the worker logs ina-demo left in DIR and prints one "tail:" line: the iteration
@@ -36,7 +41,9 @@ package bench
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -68,6 +75,7 @@ func Main() {
 		fs.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "time before measuring")
 		fs.DurationVar(&o.measure, "duration", 3*time.Second, "measuring time")
 		fs.StringVar(&o.prefix, "prefix", fmt.Sprintf("ip%d", os.Getpid()%10000), "prefix of the veths created")
+		fs.BoolVar(&o.agent, "agent", false, "run the worker agent (float32 all-reduces) in the workers' processes instead of the bare ring loop")
 		_ = fs.Parse(os.Args[2:])
 		if os.Geteuid() != 0 {
 			fmt.Println("SKIP: ina-bench path needs root (veth pairs, AF_PACKET)")
@@ -77,12 +85,45 @@ func Main() {
 			fmt.Fprintln(os.Stderr, "ina-bench path: -workers 1..31, -window 1..4096")
 			os.Exit(2)
 		}
-		gp, err := path(o)
+		r, err := path(o)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "ina-bench path: %v\n", err)
 			os.Exit(1)
 		}
-		fmt.Printf("path: workers=%d goodput_mbps=%.1f\n", o.workers, gp)
+		fmt.Printf("path: workers=%d goodput_mbps=%.1f cpu_ns_per_chunk=%.0f\n", o.workers, r.goodput, r.cpuPerChunk)
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "agents" {
+		fs := flag.NewFlagSet("agents", flag.ExitOnError)
+		var o agentsOpts
+		fs.IntVar(&o.size, "size", 262144, "float32 values per all-reduce call")
+		fs.IntVar(&o.iters, "iters", 8, "calls per in-memory run")
+		fs.IntVar(&o.window, "window", 64, "the job's slots (chunks in flight)")
+		fs.IntVar(&o.pairs, "pairs", 3, "interleaved repetitions (the medians are printed)")
+		fs.BoolVar(&o.veth, "veth", os.Geteuid() == 0, "also over AF_PACKET rings on veths (needs root)")
+		fs.StringVar(&o.prefix, "prefix", fmt.Sprintf("ia%d", os.Getpid()%10000), "prefix of the veths created")
+		fs.DurationVar(&o.warmup, "warmup", 300*time.Millisecond, "AF_PACKET: time before measuring")
+		fs.DurationVar(&o.measure, "duration", time.Second, "AF_PACKET: measuring time per run")
+		_ = fs.Parse(os.Args[2:])
+		if o.veth && os.Geteuid() != 0 {
+			fmt.Println("SKIP: ina-bench agents -veth needs root (veth pairs, AF_PACKET)")
+			o.veth = false
+		}
+		if o.size < 1 || o.iters < 1 || o.pairs < 1 || o.window < 2 || o.window%2 != 0 || o.window > 4096 {
+			fmt.Fprintln(os.Stderr, "ina-bench agents: -size, -iters, -pairs at least 1; -window even, 2..4096")
+			os.Exit(2)
+		}
+		r, err := agents(o)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "ina-bench agents: %v\n", err)
+			os.Exit(1)
+		}
+		keys := slices.Sorted(maps.Keys(r))
+		fmt.Print("agents:")
+		for _, k := range keys {
+			fmt.Printf(" %s=%.4g", k, r[k])
+		}
+		fmt.Println()
 		return
 	}
 	if len(os.Args) == 4 && os.Args[1] == "table" {
@@ -138,13 +179,16 @@ func pathRole(role string, args []string) error {
 		return pathSwitch(args)
 	case role == "path-ps" && len(args) == 1:
 		return pathPS(args[0])
-	case role == "path-worker" && len(args) == 5:
+	case (role == "path-worker" || role == "path-agent") && len(args) == 5:
 		rank, err1 := strconv.Atoi(args[1])
 		window, err2 := strconv.Atoi(args[2])
 		warmup, err3 := time.ParseDuration(args[3])
 		measure, err4 := time.ParseDuration(args[4])
 		if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
 			return fmt.Errorf("bad arguments %q", args)
+		}
+		if role == "path-agent" {
+			return pathAgent(args[0], rank, window, warmup, measure)
 		}
 		return pathWorker(args[0], rank, window, warmup, measure)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/inapack/inapack/internal/afring"
 	"github.com/inapack/inapack/p4src/wire"
+	"github.com/inapack/inapack/transport"
+	"github.com/inapack/inapack/worker"
 )
 
 // The all-reduce's own path without the protocol: the limit "fraction of the limit" refers to.
@@ -39,35 +42,48 @@ type pathOpts struct {
 	workers, window int
 	warmup, measure time.Duration
 	prefix          string
+	// agent runs worker.Worker (path-agent: float32 all-reduces of 1 MiB over transport.Packet)
+	// in each worker's process instead of the bare ring loop, on the same path.
+	agent bool
 }
 
-// path returns the goodput per worker (Mbit/s of chunk values, the mean over the workers) of the
-// bare path.
-func path(o pathOpts) (float64, error) {
+// pathResult is a run of the path: the goodput per worker (Mbit/s of chunk values, the mean over
+// the workers) and the workers' CPU time (user and system, the processes' rusage) per chunk, in ns.
+type pathResult struct {
+	goodput, cpuPerChunk float64
+}
+
+// path runs the bare path (or, with o.agent, the worker agent on it).
+func path(o pathOpts) (pathResult, error) {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	sw, host, cleanup, err := makeVeths(o.prefix, o.workers+1) // port 0: the PS
 	defer cleanup()
 	if err != nil {
-		return 0, err
+		return pathResult{}, err
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return 0, err
+		return pathResult{}, err
 	}
 	swStop, err := startChild(self, append([]string{"path-switch"}, sw...))
 	if err != nil {
-		return 0, fmt.Errorf("switch: %w", err)
+		return pathResult{}, fmt.Errorf("switch: %w", err)
 	}
 	defer swStop()
 	psStop, err := startChild(self, []string{"path-ps", host[0]})
 	if err != nil {
-		return 0, fmt.Errorf("ps: %w", err)
+		return pathResult{}, fmt.Errorf("ps: %w", err)
 	}
 	defer psStop()
 	type result struct {
-		chunks int
-		err    error
+		chunks, all int
+		cpu         time.Duration
+		err         error
+	}
+	role := "path-worker"
+	if o.agent {
+		role = "path-agent"
 	}
 	res := make([]result, o.workers)
 	var wg sync.WaitGroup
@@ -75,7 +91,7 @@ func path(o pathOpts) (float64, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cmd := exec.CommandContext(ctx, self, "path-worker", host[r+1], strconv.Itoa(r), strconv.Itoa(o.window),
+			cmd := exec.CommandContext(ctx, self, role, host[r+1], strconv.Itoa(r), strconv.Itoa(o.window),
 				o.warmup.String(), o.measure.String())
 			cmd.Stderr = os.Stderr
 			out, err := cmd.Output()
@@ -83,20 +99,29 @@ func path(o pathOpts) (float64, error) {
 				res[r].err = fmt.Errorf("worker %d: %w", r, err)
 				return
 			}
-			_, res[r].err = fmt.Sscanf(strings.TrimSpace(string(out)), "chunks=%d", &res[r].chunks)
+			_, res[r].err = fmt.Sscanf(strings.TrimSpace(string(out)), "chunks=%d all=%d", &res[r].chunks, &res[r].all)
+			res[r].cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 		}()
 	}
 	wg.Wait()
 	var sum float64
+	var cpu time.Duration
+	all := 0
 	for _, r := range res {
 		if r.err != nil {
-			return 0, r.err
+			return pathResult{}, r.err
 		}
 		// In tensor bits, as the agents' goodput is: their packets carry wire.IntegrityWidth
 		// values besides the integrity lane (on by default).
 		sum += float64(r.chunks) * 4 * wire.IntegrityWidth * 8 / o.measure.Seconds() / 1e6
+		cpu += r.cpu
+		all += r.all
 	}
-	return sum / float64(o.workers), nil
+	out := pathResult{goodput: sum / float64(o.workers)}
+	if all > 0 {
+		out.cpuPerChunk = float64(cpu.Nanoseconds()) / float64(all)
+	}
+	return out, nil
 }
 
 // startChild runs ina-bench in a role and waits for its "ready" line.
@@ -244,7 +269,7 @@ func pathPS(name string) error {
 
 // pathWorker keeps window chunks in flight (the next one goes out as a result comes back, in
 // seq order as the worker's window does) for warmup+measure and prints the chunks completed
-// during measure. A chunk with no result for 20 ms is sent again.
+// during measure and in all. A chunk with no result for 20 ms is sent again.
 func pathWorker(name string, rank, window int, warmup, measure time.Duration) error {
 	s, err := openRing(name)
 	if err != nil {
@@ -265,7 +290,7 @@ func pathWorker(name string, rank, window int, warmup, measure time.Duration) er
 	}
 	start := time.Now()
 	from, end := start.Add(warmup), start.Add(warmup+measure)
-	counted := 0
+	counted, all := 0, 0
 	for now := start; now.Before(end); now = time.Now() {
 		for ; next-lo < uint32(window); next++ {
 			done[next%uint32(window)] = false
@@ -292,6 +317,7 @@ func pathWorker(name string, rank, window int, warmup, measure time.Duration) er
 				return
 			}
 			done[seq%uint32(window)] = true
+			all++
 			if t := time.Now(); t.After(from) && t.Before(end) {
 				counted++
 			}
@@ -303,6 +329,41 @@ func pathWorker(name string, rank, window int, warmup, measure time.Duration) er
 			return err
 		}
 	}
-	fmt.Printf("chunks=%d\n", counted)
+	fmt.Printf("chunks=%d all=%d\n", counted, all)
+	return nil
+}
+
+// pathAgent is pathWorker's part played by the worker agent: float32 all-reduces of 1 MiB (4,161
+// chunks), one job of one worker with window chunks in flight, over transport.Packet, for
+// warmup+measure; it prints the chunks of the calls that began during measure, and all of them.
+func pathAgent(name string, rank, window int, warmup, measure time.Duration) error {
+	t, err := transport.OpenPacketConfig(name, transport.PacketConfig{RXFrames: 4096, TXFrames: 1024})
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	w, err := worker.New(worker.Config{Job: 1, Rank: rank, Workers: 1, Priority: 1, Window: window, InitialWindow: window,
+		SrcMAC: net.HardwareAddr{2, 0, 0, 0, 2, byte(rank)}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1},
+		SrcIP: net.IP{10, 0, 1, byte(rank + 1)}, DstIP: net.IP{10, 0, 0, 100}}, t)
+	if err != nil {
+		return err
+	}
+	data := make([]float32, 262144)
+	for i := range data {
+		data[i] = float32(i%1000) / 1024
+	}
+	start := time.Now()
+	from, end := start.Add(warmup), start.Add(warmup+measure)
+	counted := uint64(0)
+	for now := start; now.Before(end); now = time.Now() {
+		before := w.Snapshot().Results
+		if err := w.AllReduceFloat32(context.Background(), data, 0); err != nil {
+			return err
+		}
+		if now.After(from) {
+			counted += w.Snapshot().Results - before
+		}
+	}
+	fmt.Printf("chunks=%d all=%d\n", counted, w.Snapshot().Results)
 	return nil
 }

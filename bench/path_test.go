@@ -28,12 +28,12 @@ func TestPath(t *testing.T) {
 		t.Skip("needs root: veth pairs and AF_PACKET sockets")
 	}
 	prefix := fmt.Sprintf("it%d", os.Getpid()%10000)
-	gp, err := path(pathOpts{workers: 3, window: 16, warmup: 100 * time.Millisecond, measure: 300 * time.Millisecond, prefix: prefix})
+	r, err := path(pathOpts{workers: 3, window: 16, warmup: 100 * time.Millisecond, measure: 300 * time.Millisecond, prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gp <= 0 {
-		t.Errorf("goodput %v Mbit/s: no chunk completed", gp)
+	if r.goodput <= 0 || r.cpuPerChunk <= 0 {
+		t.Errorf("goodput %v Mbit/s, %v ns of CPU per chunk: no chunk completed", r.goodput, r.cpuPerChunk)
 	}
 	for _, i := range []int{0, 3} {
 		if _, err := os.Stat(fmt.Sprintf("/sys/class/net/%ss%d", prefix, i)); err == nil {

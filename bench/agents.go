@@ -1,0 +1,330 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/inapack/inapack/p4src/model"
+	"github.com/inapack/inapack/ps"
+	"github.com/inapack/inapack/transport"
+	"github.com/inapack/inapack/worker"
+)
+
+// The agents' CPU per chunk in memory: one worker and the PS against the Go model of the switch,
+// no kernel. Each thread of the worker runs on a locked OS thread with its own loop, a transport
+// whose Flush carries the queued frames through the switch model to the PS and the PS's results
+// back through the switch, in three batches, before the worker reads them. The thread's CPU time
+// (CLOCK_THREAD_CPUTIME_ID, user and system) is read around each batch, so the worker's share is
+// the thread's CPU less the switch's and the PS's: a fast network that answers at once, with the
+// worker's own cost left as it would be behind a NIC ring.
+
+const (
+	memWorkerPort = 1
+	memPSPort     = 2
+)
+
+var (
+	memWorkerMAC = net.HardwareAddr{2, 0, 0, 0, 0, 1}
+	memPSMAC     = net.HardwareAddr{2, 0, 0, 0, 0, 2}
+	memWorkerIP  = net.IPv4(10, 0, 0, 1).To4()
+	memPSIP      = net.IPv4(10, 0, 0, 100).To4()
+)
+
+// threadCPU is the calling OS thread's CPU time, user and system.
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+	return time.Duration(ts.Nano())
+}
+
+// arena hands out frame buffers that are all given back at once.
+type arena struct {
+	bufs [][]byte
+	used int
+}
+
+func (a *arena) get() []byte {
+	if a.used == len(a.bufs) {
+		a.bufs = append(a.bufs, make([]byte, 2048))
+	}
+	b := a.bufs[a.used]
+	a.used++
+	return b
+}
+
+// memLoop is one worker thread's transport: the switch model and a PS behind a Flush.
+type memLoop struct {
+	sw           *model.Switch
+	ps           *ps.Server
+	tx           arena    // frames queued by the worker
+	txq          [][]byte // queued, in order
+	net          arena    // frames inside the loop, reset at each Flush (rx is empty by then)
+	toPS, rx     [][]byte
+	rxHead       int
+	outs         []model.Output
+	swCPU, psCPU time.Duration
+	frames       int
+	emit         func([]byte)
+	closed       bool
+}
+
+func newMemLoop(window, threads int, noIntegrity bool) (*memLoop, error) {
+	l := &memLoop{sw: model.New()}
+	st := model.DefaultSettings()
+	st.ActiveSlots = uint16(window)
+	l.sw.SetSettings(st)
+	l.sw.NewFrame = func(int) []byte { return l.net.get() }
+	if err := l.sw.SetJob(model.JobKey{Job: 1, Port: memWorkerPort}, model.JobEntry{Role: model.RoleWorker,
+		WorkerBit: 1, FanIn: 1, PriorityCap: 7, INAEnabled: true}); err != nil {
+		return nil, err
+	}
+	if err := l.sw.SetJob(model.JobKey{Job: 1, Port: memPSPort}, model.JobEntry{Role: model.RoleResult, McastGroup: 1}); err != nil {
+		return nil, err
+	}
+	if err := l.sw.SetPS(1, model.PSEntry{Port: memPSPort, MAC: [6]byte(memPSMAC), IP: [4]byte(memPSIP)}); err != nil {
+		return nil, err
+	}
+	if err := l.sw.SetMcastGroup(1, []uint16{memWorkerPort}); err != nil {
+		return nil, err
+	}
+	srv, err := ps.New(ps.Config{MAC: memPSMAC, IP: memPSIP,
+		Jobs: []ps.JobConfig{{Job: 1, Workers: 1, Window: window, NoIntegrity: noIntegrity}}})
+	if err != nil {
+		return nil, err
+	}
+	l.ps = srv
+	l.emit = func(b []byte) { c := l.net.get(); l.rx = append(l.rx, c[:copy(c, b)]) }
+	_ = threads
+	return l, nil
+}
+
+// Send implements transport.Transport (the worker queues instead, through Batcher).
+func (l *memLoop) Send(f []byte) error {
+	if err := l.Queue(f); err != nil {
+		return err
+	}
+	return l.Flush()
+}
+
+// Queue implements transport.Batcher.
+func (l *memLoop) Queue(f []byte) error {
+	b := l.tx.get()
+	l.txq = append(l.txq, b[:copy(b, f)])
+	return nil
+}
+
+// Flush implements transport.Batcher: the queued frames go through the switch, the PS and the
+// switch again, each stage a batch between two reads of the thread's CPU clock.
+func (l *memLoop) Flush() error {
+	if len(l.txq) == 0 {
+		return nil
+	}
+	l.net.used, l.rx, l.rxHead, l.toPS = 0, l.rx[:0], 0, l.toPS[:0]
+	t0 := threadCPU()
+	for _, f := range l.txq {
+		l.outs = l.sw.ProcessAppend(l.outs[:0], memWorkerPort, f)
+		for _, o := range l.outs {
+			if o.Port == memPSPort {
+				l.toPS = append(l.toPS, o.Frame)
+			}
+		}
+	}
+	l.frames += len(l.txq)
+	l.txq, l.tx.used = l.txq[:0], 0
+	t1 := threadCPU()
+	for _, f := range l.toPS {
+		l.ps.Handle(f, l.emit) // results land in rx, to go through the switch next
+	}
+	t2 := threadCPU()
+	results := len(l.rx)
+	for i := 0; i < results; i++ {
+		l.outs = l.sw.ProcessAppend(l.outs[:0], memPSPort, l.rx[i])
+		for _, o := range l.outs {
+			if o.Port == memWorkerPort {
+				l.rx = append(l.rx, o.Frame)
+			}
+		}
+	}
+	l.rxHead = results // the PS's frames are behind us: the worker reads the switch's copies
+	t3 := threadCPU()
+	l.swCPU += t1 - t0 + t3 - t2
+	l.psCPU += t2 - t1
+	return nil
+}
+
+// Recv implements transport.Transport: everything the last Flush brought back is waiting; with
+// nothing waiting nothing can come (the loop answers within Flush).
+func (l *memLoop) Recv(buf []byte, _ time.Time) (int, error) {
+	if l.closed {
+		return 0, transport.ErrClosed
+	}
+	if l.rxHead == len(l.rx) {
+		return 0, transport.ErrTimeout
+	}
+	f := l.rx[l.rxHead]
+	l.rxHead++
+	return copy(buf, f), nil
+}
+
+// Close implements transport.Transport.
+func (l *memLoop) Close() error { l.closed = true; return nil }
+
+// memResult is one in-memory run: chunks completed, CPU by part, and the wall time.
+type memResult struct {
+	chunks                 int // results delivered
+	worker, switches, psCP time.Duration
+	wall                   time.Duration
+	data                   []float32 // the tensor after the last call
+}
+
+// perChunk is d per chunk, in ns.
+func (r memResult) perChunk(d time.Duration) float64 {
+	return float64(d.Nanoseconds()) / float64(r.chunks)
+}
+
+// memOpts is an in-memory run: a float32 tensor of size values all-reduced iters times, on threads
+// worker threads.
+type memOpts struct {
+	size, iters, window, threads int
+	noIntegrity                  bool
+}
+
+// runMem runs one worker (threads threads, each with its loop) for o.iters all-reduce calls.
+func runMem(o memOpts) (memResult, error) {
+	loops := make([]*memLoop, o.threads)
+	ts := make([]transport.Transport, o.threads)
+	for i := range loops {
+		l, err := newMemLoop(o.window, o.threads, o.noIntegrity)
+		if err != nil {
+			return memResult{}, err
+		}
+		loops[i], ts[i] = l, l
+	}
+	cfg := worker.Config{Job: 1, Rank: 0, Workers: 1, Priority: 1, Window: o.window, InitialWindow: o.window,
+		SrcMAC: memWorkerMAC, DstMAC: memPSMAC, SrcIP: memWorkerIP, DstIP: memPSIP, NoIntegrity: o.noIntegrity}
+	data := make([]float32, o.size)
+	for i := range data {
+		data[i] = float32(i%1000) / 1024
+	}
+	var call func() error
+	var cpu func() time.Duration
+	var results func() uint64
+	if o.threads == 1 {
+		// A plain Worker, called from one locked thread, whose CPU clock is read in place.
+		w, err := worker.New(cfg, ts[0])
+		if err != nil {
+			return memResult{}, err
+		}
+		calls, done := make(chan struct{}), make(chan error)
+		var used time.Duration
+		go func() {
+			runtime.LockOSThread()
+			for range calls {
+				err := w.AllReduceFloat32(context.Background(), data, 0)
+				used = threadCPU()
+				done <- err
+			}
+		}()
+		defer close(calls)
+		call = func() error { calls <- struct{}{}; return <-done }
+		cpu = func() time.Duration { return used }
+		results = func() uint64 { return w.Snapshot().Results }
+	} else {
+		w, err := worker.NewGroup(cfg, ts)
+		if err != nil {
+			return memResult{}, err
+		}
+		defer w.Close()
+		call = func() error { return w.AllReduceFloat32(context.Background(), data, 0) }
+		cpu = w.CPU
+		results = func() uint64 { return w.Snapshot().Results }
+	}
+	// One call first: the first frames through the switch and the PS fill their tables and pools.
+	if err := call(); err != nil {
+		return memResult{}, err
+	}
+	for _, l := range loops {
+		l.swCPU, l.psCPU = 0, 0
+	}
+	cpu0, res0 := cpu(), results()
+	start := time.Now()
+	for range o.iters {
+		if err := call(); err != nil {
+			return memResult{}, err
+		}
+	}
+	r := memResult{wall: time.Since(start), chunks: int(results() - res0)}
+	for _, l := range loops {
+		r.switches += l.swCPU
+		r.psCP += l.psCPU
+	}
+	r.worker = cpu() - cpu0 - r.switches - r.psCP
+	r.data = data
+	if r.chunks == 0 {
+		return r, fmt.Errorf("no chunk completed")
+	}
+	return r, nil
+}
+
+// agentsOpts are ina-bench agents' flags.
+type agentsOpts struct {
+	size, iters, window, pairs int
+	veth                       bool
+	prefix                     string
+	warmup, measure            time.Duration
+}
+
+// agents measures the agents' CPU per chunk and prints one "agents:" line of key=value, each the
+// median over o.pairs interleaved repetitions (the machine is shared: the members of a pair run
+// back to back, and a ratio is the median of the pairs' ratios):
+//
+//   - in memory (runMem: one worker, the switch model and the PS, float32 calls of o.size values):
+//     worker_ns, ps_ns and switch_ns, CPU per chunk on one thread; t1_cps and t2_cps, chunks per
+//     second of wall time on one and on two threads; scaling, t2 / t1;
+//   - with o.veth (root), over AF_PACKET rings on veths (path, one worker): af_worker_ns, the
+//     worker agent's process CPU per chunk, and af_floor_ns, the bare ring loop's for the same
+//     frames on the same path (the kernel's floor), and af_ratio, the first over the second.
+func agents(o agentsOpts) (map[string]float64, error) {
+	var w, p, s, t1, t2, sc []float64
+	for range o.pairs {
+		r1, err := runMem(memOpts{size: o.size, iters: o.iters, window: o.window, threads: 1})
+		if err != nil {
+			return nil, fmt.Errorf("in memory, 1 thread: %w", err)
+		}
+		r2, err := runMem(memOpts{size: o.size, iters: o.iters, window: o.window, threads: 2})
+		if err != nil {
+			return nil, fmt.Errorf("in memory, 2 threads: %w", err)
+		}
+		c1, c2 := float64(r1.chunks)/r1.wall.Seconds(), float64(r2.chunks)/r2.wall.Seconds()
+		w, p, s = append(w, r1.perChunk(r1.worker)), append(p, r1.perChunk(r1.psCP)), append(s, r1.perChunk(r1.switches))
+		t1, t2, sc = append(t1, c1), append(t2, c2), append(sc, c2/c1)
+	}
+	out := map[string]float64{"worker_ns": median(w), "ps_ns": median(p), "switch_ns": median(s),
+		"t1_cps": median(t1), "t2_cps": median(t2), "scaling": median(sc)}
+	if !o.veth {
+		return out, nil
+	}
+	var aw, af, ar []float64
+	for i := range o.pairs {
+		po := pathOpts{workers: 1, window: o.window, warmup: o.warmup, measure: o.measure, prefix: fmt.Sprintf("%s%d", o.prefix, i)}
+		floor, err := path(po)
+		if err != nil {
+			return nil, fmt.Errorf("AF_PACKET floor: %w", err)
+		}
+		po.agent = true
+		agent, err := path(po)
+		if err != nil {
+			return nil, fmt.Errorf("AF_PACKET worker: %w", err)
+		}
+		aw, af, ar = append(aw, agent.cpuPerChunk), append(af, floor.cpuPerChunk), append(ar, agent.cpuPerChunk/floor.cpuPerChunk)
+	}
+	out["af_worker_ns"], out["af_floor_ns"], out["af_ratio"] = median(aw), median(af), median(ar)
+	return out, nil
+}
+
+func median(v []float64) float64 { return spreadOf(v).med }

@@ -1,0 +1,47 @@
+package bench
+
+import (
+	"testing"
+)
+
+func TestMemRun(t *testing.T) {
+	for _, threads := range []int{1, 2} {
+		r, err := runMem(memOpts{size: 63 * 1000, iters: 3, window: 64, threads: threads})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.chunks != 3000 {
+			t.Errorf("%d threads: %d chunks completed, want 3000", threads, r.chunks)
+		}
+		// One worker: the sum is its own tensor, exact in fixed point (multiples of 2^-10).
+		for i, v := range r.data {
+			if want := float32(i%1000) / 1024; v != want {
+				t.Fatalf("%d threads: value %d is %v after 3 all-reduces, want %v", threads, i, v, want)
+			}
+		}
+		t.Logf("%d threads: worker %.0f ns/chunk, PS %.0f, switch %.0f, wall %.0f", threads, r.perChunk(r.worker), r.perChunk(r.psCP), r.perChunk(r.switches), r.perChunk(r.wall))
+	}
+}
+
+func benchMem(b *testing.B, threads int) {
+	const size = 63 * 4096
+	var tot memResult
+	for b.Loop() {
+		r, err := runMem(memOpts{size: size, iters: 1, window: 64, threads: threads})
+		if err != nil {
+			b.Fatal(err)
+		}
+		tot.chunks += r.chunks
+		tot.worker += r.worker
+		tot.psCP += r.psCP
+		tot.switches += r.switches
+		tot.wall += r.wall
+	}
+	b.ReportMetric(tot.perChunk(tot.worker), "worker-cpu-ns/chunk")
+	b.ReportMetric(tot.perChunk(tot.psCP), "ps-cpu-ns/chunk")
+	b.ReportMetric(tot.perChunk(tot.switches), "switch-cpu-ns/chunk")
+	b.ReportMetric(float64(tot.chunks)/tot.wall.Seconds(), "chunks/s")
+}
+
+func BenchmarkAgentsInMemory1Thread(b *testing.B)  { benchMem(b, 1) }
+func BenchmarkAgentsInMemory2Threads(b *testing.B) { benchMem(b, 2) }
