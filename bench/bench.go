@@ -76,6 +76,7 @@ func Main() {
 		fs.DurationVar(&o.measure, "duration", 3*time.Second, "measuring time")
 		fs.StringVar(&o.prefix, "prefix", fmt.Sprintf("ip%d", os.Getpid()%10000), "prefix of the veths created")
 		fs.BoolVar(&o.agent, "agent", false, "run the worker agent (float32 all-reduces) in the workers' processes instead of the bare ring loop")
+		fs.IntVar(&o.threads, "threads", 1, "with -agent: the worker's threads (worker.Group, a socket per thread filtered by seq)")
 		_ = fs.Parse(os.Args[2:])
 		if os.Geteuid() != 0 {
 			fmt.Println("SKIP: ina-bench path needs root (veth pairs, AF_PACKET)")
@@ -179,7 +180,11 @@ func pathRole(role string, args []string) error {
 		return pathSwitch(args)
 	case role == "path-ps" && len(args) == 1:
 		return pathPS(args[0])
-	case (role == "path-worker" || role == "path-agent") && len(args) == 5:
+	case role == "path-agent" && len(args) == 6:
+		threads, err := strconv.Atoi(args[5])
+		if err != nil || threads < 1 {
+			return fmt.Errorf("bad arguments %q", args)
+		}
 		rank, err1 := strconv.Atoi(args[1])
 		window, err2 := strconv.Atoi(args[2])
 		warmup, err3 := time.ParseDuration(args[3])
@@ -187,8 +192,14 @@ func pathRole(role string, args []string) error {
 		if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
 			return fmt.Errorf("bad arguments %q", args)
 		}
-		if role == "path-agent" {
-			return pathAgent(args[0], rank, window, warmup, measure)
+		return pathAgent(args[0], rank, window, warmup, measure, threads)
+	case role == "path-worker" && len(args) == 5:
+		rank, err1 := strconv.Atoi(args[1])
+		window, err2 := strconv.Atoi(args[2])
+		warmup, err3 := time.ParseDuration(args[3])
+		measure, err4 := time.ParseDuration(args[4])
+		if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
+			return fmt.Errorf("bad arguments %q", args)
 		}
 		return pathWorker(args[0], rank, window, warmup, measure)
 	}

@@ -44,7 +44,8 @@ type pathOpts struct {
 	prefix          string
 	// agent runs worker.Worker (path-agent: float32 all-reduces of 1 MiB over transport.Packet)
 	// in each worker's process instead of the bare ring loop, on the same path.
-	agent bool
+	agent   bool
+	threads int // with agent: the worker's threads
 }
 
 // pathResult is a run of the path: the goodput per worker (Mbit/s of chunk values, the mean over
@@ -91,8 +92,11 @@ func path(o pathOpts) (pathResult, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cmd := exec.CommandContext(ctx, self, role, host[r+1], strconv.Itoa(r), strconv.Itoa(o.window),
-				o.warmup.String(), o.measure.String())
+			args := []string{role, host[r+1], strconv.Itoa(r), strconv.Itoa(o.window), o.warmup.String(), o.measure.String()}
+			if o.agent {
+				args = append(args, strconv.Itoa(max(o.threads, 1)))
+			}
+			cmd := exec.CommandContext(ctx, self, args...)
 			cmd.Stderr = os.Stderr
 			out, err := cmd.Output()
 			if err != nil {
@@ -334,20 +338,27 @@ func pathWorker(name string, rank, window int, warmup, measure time.Duration) er
 }
 
 // pathAgent is pathWorker's part played by the worker agent: float32 all-reduces of 1 MiB (4,161
-// chunks), one job of one worker with window chunks in flight, over transport.Packet, for
+// chunks), one job of one worker with window chunks in flight, over transport.Packet (on threads
+// threads, worker.Group, a socket each), for
 // warmup+measure; it prints the chunks of the calls that began during measure, and all of them.
-func pathAgent(name string, rank, window int, warmup, measure time.Duration) error {
-	t, err := transport.OpenPacketConfig(name, transport.PacketConfig{RXFrames: 4096, TXFrames: 1024})
-	if err != nil {
-		return err
+func pathAgent(name string, rank, window int, warmup, measure time.Duration, threads int) error {
+	var ts []transport.Transport
+	for k := range threads {
+		t, err := transport.OpenPacketConfig(name, transport.PacketConfig{RXFrames: 4096, TXFrames: 1024,
+			Jobs: []uint16{1}, Lane: k, Lanes: threads})
+		if err != nil {
+			return err
+		}
+		defer t.Close()
+		ts = append(ts, t)
 	}
-	defer t.Close()
-	w, err := worker.New(worker.Config{Job: 1, Rank: rank, Workers: 1, Priority: 1, Window: window, InitialWindow: window,
+	w, err := worker.NewGroup(worker.Config{Job: 1, Rank: rank, Workers: 1, Priority: 1, Window: window, InitialWindow: window,
 		SrcMAC: net.HardwareAddr{2, 0, 0, 0, 2, byte(rank)}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1},
-		SrcIP: net.IP{10, 0, 1, byte(rank + 1)}, DstIP: net.IP{10, 0, 0, 100}}, t)
+		SrcIP: net.IP{10, 0, 1, byte(rank + 1)}, DstIP: net.IP{10, 0, 0, 100}}, ts)
 	if err != nil {
 		return err
 	}
+	defer w.Close()
 	data := make([]float32, 262144)
 	for i := range data {
 		data[i] = float32(i%1000) / 1024

@@ -187,3 +187,63 @@ func TestPacketJobFilter(t *testing.T) {
 		t.Errorf("without jobs: received %d of the 20 frames of job 5", own)
 	}
 }
+
+// A thread's socket keeps its own job's INA frames whose seq is its lane mod the lanes, and every
+// other IPv4 frame as JobFilter does.
+func TestLaneFilter(t *testing.T) {
+	raw, err := LaneFilter([]uint16{5, 300}, 1, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prog []bpf.Instruction
+	for _, r := range raw {
+		prog = append(prog, r.Disassemble())
+	}
+	vm, err := bpf.NewVM(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withSeq := func(job uint16, seq uint32) []byte {
+		b := inaFrame(job, wire.TypeResult)
+		b[offSeq], b[offSeq+1], b[offSeq+2], b[offSeq+3] = byte(seq>>24), byte(seq>>16), byte(seq>>8), byte(seq)
+		return b
+	}
+	otherUDP := inaFrame(9, wire.TypeData)
+	otherUDP[offDstPort], otherUDP[offDstPort+1] = 0x12, 0x34
+	for _, c := range []struct {
+		name  string
+		frame []byte
+		keep  bool
+	}{
+		{"own job, own lane", withSeq(5, 7), true},
+		{"second own job, own lane", withSeq(300, 1<<31+2), true}, // 2^31+2 = 1 mod 3, read unsigned
+		{"own job, lane 2", withSeq(5, 8), false},
+		{"own job, lane 0", withSeq(5, 9), false},
+		{"other job, own lane", withSeq(6, 7), false},
+		{"other UDP port", otherUDP, true},
+	} {
+		n, err := vm.Run(c.frame)
+		if err != nil && c.keep {
+			t.Errorf("%s: %v", c.name, err)
+		}
+		if got := n > 0; got != c.keep {
+			t.Errorf("%s: kept %v, want %v", c.name, got, c.keep)
+		}
+	}
+	for _, bad := range [][2]int{{0, 0}, {3, 3}, {-1, 2}} {
+		if _, err := LaneFilter([]uint16{5}, bad[0], bad[1]); err == nil {
+			t.Errorf("lane %d of %d: no error", bad[0], bad[1])
+		}
+	}
+}
+
+// The filters read the job and the seq where the wire codec writes them.
+func TestOffsetsMatchTheWire(t *testing.T) {
+	f := wire.Frame{Addr: wire.Addr{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2},
+		SrcIP: net.IPv4(10, 0, 0, 1).To4(), DstIP: net.IPv4(10, 0, 0, 2).To4()},
+		INA: wire.Header{Version: wire.Version, Type: wire.TypeData, Job: 0x0a0b, Seq: 0x01020304}}
+	b := f.Marshal()
+	if b[offJob] != 0x0a || b[offJob+1] != 0x0b || b[offSeq] != 1 || b[offSeq+3] != 4 {
+		t.Errorf("job at %d reads %x, seq at %d reads %x", offJob, b[offJob:offJob+2], offSeq, b[offSeq:offSeq+4])
+	}
+}

@@ -30,6 +30,9 @@ type PacketConfig struct {
 	// interface, each would otherwise copy and wake up for every other agent's frames. IPv4
 	// frames that are not INA packets are received as before.
 	Jobs []uint16
+	// Lane of Lanes (with Jobs; Lanes 0 or 1: all) keeps only the jobs' INA frames whose seq is
+	// Lane mod Lanes: thread Lane's socket of a worker.Group (LaneFilter).
+	Lane, Lanes int
 }
 
 // OpenPacket opens a raw socket on the named interface (needs CAP_NET_RAW). Frames the host sends
@@ -47,7 +50,7 @@ func OpenPacketConfig(name string, cfg PacketConfig) (*Packet, error) {
 	ac := afring.Config{Protocol: unix.ETH_P_ALL, Promiscuous: true, RXFrames: cfg.RXFrames, TXFrames: cfg.TXFrames}
 	prog, err := IPv4Filter()
 	if len(cfg.Jobs) > 0 {
-		prog, err = JobFilter(cfg.Jobs)
+		prog, err = LaneFilter(cfg.Jobs, cfg.Lane, max(cfg.Lanes, 1))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("transport: %w", err)

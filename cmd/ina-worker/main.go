@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -46,6 +47,7 @@ func main() {
 		progress = flag.Duration("progress-timeout", 5*time.Second, "fail when no chunk completes for this long")
 		quiet    = flag.Bool("quiet", false, "no per-iteration lines")
 		checked  = flag.Bool("integrity", true, "carry the integrity lane and check every result (the job's PS and workers must agree)")
+		threads  = flag.Int("threads", 0, "threads (each with its own ring pair, owning the chunks whose seq is its index mod the threads); 0: one per four cores, dividing -window")
 		trace    = flag.Bool("trace", false, "log every backoff of the retransmission timer to stderr (the oldest chunk out, the chunks out, the silence, the window)")
 	)
 	flag.Parse()
@@ -80,21 +82,46 @@ func main() {
 	if srcIP == nil || dstIP == nil {
 		log.Fatalf("-ip %q, -ps-ip %q: want IPv4 addresses", *myIP, *psIP)
 	}
-	// Only this job's INA frames: other agents on this host do not wake this one.
-	t, err := transport.OpenPacketConfig(*iface, transport.PacketConfig{Jobs: []uint16{uint16(*job)}})
-	if err != nil {
-		log.Fatal(err)
+	n := *threads
+	if n == 0 {
+		n = autoThreads(*window, runtime.NumCPU())
 	}
-	defer t.Close()
-	w, err := worker.New(worker.Config{Job: uint16(*job), Rank: *rank, Workers: *workers, Priority: uint8(*prio),
-		SlotBase: uint16(*slotBase), Window: *window, SrcMAC: t.MAC(), DstMAC: dst,
-		SrcIP: srcIP, DstIP: dstIP, ProgressTimeout: *progress, NoIntegrity: !*checked, Trace: traceLogger(*trace)}, t)
-	if err != nil {
-		log.Fatal(err)
+	if n < 1 || *window%n != 0 {
+		log.Fatalf("-threads %d: want a divisor of -window %d", n, *window)
+	}
+	// Only this job's INA frames, and of those only the thread's own chunks: other agents on this
+	// host, and the other threads, do not wake this one.
+	var ts []*transport.Packet
+	var tr []transport.Transport
+	for k := range n {
+		t, err := transport.OpenPacketConfig(*iface, transport.PacketConfig{Jobs: []uint16{uint16(*job)}, Lane: k, Lanes: n})
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer t.Close()
+		ts, tr = append(ts, t), append(tr, t)
+	}
+	cfg := worker.Config{Job: uint16(*job), Rank: *rank, Workers: *workers, Priority: uint8(*prio),
+		SlotBase: uint16(*slotBase), Window: *window, SrcMAC: ts[0].MAC(), DstMAC: dst,
+		SrcIP: srcIP, DstIP: dstIP, ProgressTimeout: *progress, NoIntegrity: !*checked, Trace: traceLogger(*trace)}
+	var w member
+	if n == 1 {
+		ww, err := worker.New(cfg, ts[0])
+		if err != nil {
+			log.Fatal(err)
+		}
+		w = ww
+	} else {
+		g, err := worker.NewGroup(cfg, tr)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer g.Close()
+		w = g
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	l := loop{w: w, t: t, job: uint16(*job), rank: *rank, workers: *workers, size: *size, float: *dtype == "float32",
+	l := loop{w: w, t: ts, job: uint16(*job), rank: *rank, workers: *workers, size: *size, float: *dtype == "float32",
 		scale: *scale, seed: *seed, quiet: *quiet}
 	err = l.run(ctx, *iters, *compute)
 	l.summary(err)
@@ -103,9 +130,26 @@ func main() {
 	}
 }
 
+// member is a worker on one thread (worker.Worker) or several (worker.Group).
+type member interface {
+	AllReduceInt32(ctx context.Context, data []int32) error
+	AllReduceFloat32(ctx context.Context, data []float32, scale float64) error
+	Snapshot() worker.StatsSnapshot
+}
+
+// autoThreads is -threads 0: a thread per four cores of the host (the rest is left to training
+// and to the host's other agents), at most what divides the window; one below eight cores.
+func autoThreads(window, cores int) int {
+	n := max(1, cores/4)
+	for window%n != 0 {
+		n--
+	}
+	return n
+}
+
 type loop struct {
-	w             *worker.Worker
-	t             *transport.Packet
+	w             member
+	t             []*transport.Packet
 	job           uint16
 	rank, workers int
 	size          int
@@ -207,7 +251,10 @@ func (l *loop) summary(err error) {
 	if l.reduceTime > 0 {
 		gp = mbps(4*l.size*l.timed, l.reduceTime)
 	}
-	ts := l.t.Stats()
+	var drops uint64
+	for _, t := range l.t {
+		drops += t.Stats().KernelDrops
+	}
 	// How long this worker waited, runnable, for a CPU: on a machine with more busy processes
 	// than cores that delays its packets as much as a queue does.
 	var runq string
@@ -217,7 +264,7 @@ func (l *loop) summary(err error) {
 	fmt.Printf("worker-summary: job=%d rank=%d status=%s iterations=%d exact=%d wrong=%d wrong_values=%d goodput_mbps=%.3f wall_s=%.3f sent=%d resent=%d bypass=%d overflow_results=%d ecn=%d window_cuts=%d timer_backoffs=%d ignored_results=%d fast_resent=%d plain_resent=%d corrupt=%d corrupt_redirects=%d kernel_drops=%d%s\n",
 		l.job, l.rank, status, l.done, l.ok, l.bad, l.values, gp, time.Since(l.start).Seconds(), s.DataSent, s.Resent,
 		s.BypassSent, s.Overflows, s.ECN, s.WindowCuts, s.TimerBackoffs, s.ResultsIgnored, s.FastResent,
-		s.PlainResent, s.Corrupt, s.CorruptRedirects, ts.KernelDrops, runq)
+		s.PlainResent, s.Corrupt, s.CorruptRedirects, drops, runq)
 	if err != nil {
 		fmt.Printf("worker-error: job=%d rank=%d %v\n", l.job, l.rank, err)
 	}
