@@ -2,7 +2,11 @@
 
 package worker
 
-import "golang.org/x/sys/cpu"
+import (
+	"math"
+
+	"golang.org/x/sys/cpu"
+)
 
 func init() {
 	if cpu.X86.HasAVX2 {
@@ -14,6 +18,21 @@ func init() {
 // too, in a padded copy (a chunk of 63 values has 3 of them, which cost more in Go than the rest).
 func encodeFixedAVX2(dst []byte, x []float32, scale float64) {
 	dst = dst[:4*len(x)]
+	if pow2Scale32(scale, encodeRange) {
+		s := float32(scale)
+		if n := len(x) &^ 7; n > 0 {
+			toFixedBE8f(&dst[0], &x[0], n, s)
+			dst, x = dst[4*n:], x[n:]
+		}
+		if len(x) > 0 {
+			var in [8]float32
+			var out [32]byte
+			copy(in[:], x)
+			toFixedBE8f(&out[0], &in[0], 8, s)
+			copy(dst, out[:])
+		}
+		return
+	}
 	if n := len(x) &^ 3; n > 0 {
 		toFixedBE4(&dst[0], &x[0], n, scale)
 		dst, x = dst[4*n:], x[n:]
@@ -31,6 +50,21 @@ func encodeFixedAVX2(dst []byte, x []float32, scale float64) {
 // last len(dst) mod 4 values go through a padded copy.
 func decodeFixedAVX2(dst []float32, src []byte, scale float64) {
 	src = src[:4*len(dst)]
+	if pow2Scale32(scale, decodeRange) {
+		inv := float32(1 / scale)
+		if n := len(dst) &^ 7; n > 0 {
+			fromFixedBE8f(&dst[0], &src[0], n, inv)
+			dst, src = dst[n:], src[4*n:]
+		}
+		if len(dst) > 0 {
+			var in [32]byte
+			var out [8]float32
+			copy(in[:], src)
+			fromFixedBE8f(&out[0], &in[0], 8, inv)
+			copy(dst, out[:])
+		}
+		return
+	}
 	mul := exactReciprocal(scale)
 	if n := len(dst) &^ 3; n > 0 {
 		fromFixedBE4(&dst[0], &src[0], n, scale, mul)
@@ -54,6 +88,26 @@ func fromFixedBE4(dst *float32, src *byte, n int, scale float64, mul bool) {
 		fromFixedBE4Div(dst, src, n, scale)
 	}
 }
+
+// The exponents k of scale = 2^k for which the float32 kernels give the float64 path's bits:
+// encoding needs scale itself a normal float32; decoding needs every nonzero |v|/scale (|v| from 1
+// to 2^31) a normal float32.
+var (
+	encodeRange = [2]int{-126, 127}
+	decodeRange = [2]int{-96, 126}
+)
+
+// pow2Scale32 reports whether scale is 2^k with k in r.
+func pow2Scale32(scale float64, r [2]int) bool {
+	frac, exp := math.Frexp(scale)
+	return frac == 0.5 && exp-1 >= r[0] && exp-1 <= r[1]
+}
+
+//go:noescape
+func toFixedBE8f(dst *byte, x *float32, n int, scale float32)
+
+//go:noescape
+func fromFixedBE8f(dst *float32, src *byte, n int, inv float32)
 
 //go:noescape
 func toFixedBE4(dst *byte, x *float32, n int, scale float64)

@@ -102,3 +102,69 @@ dloop:
 	JNZ          dloop
 	VZEROUPPER
 	RET
+
+// The float32 kernels, 8 values a step, for a power-of-two scale only (pow2Scale32): then x*scale
+// in float32 is exact or, where it is not (beyond float32's range, or under its normal range),
+// gives the same integer as in float64 (the upper bound, or 0); and a sum converted to float32
+// and multiplied by 1/scale is rounded once, as float32(float64(v)/scale) is. Rounding as above
+// with 0.5-2^-25; VCVTTPS2DQ gives 0x80000000 for NaN and out of range, which is right below -2^31
+// and turned into 0x7fffffff (XOR with an all-ones mask) where v is not below 2^31 or NaN.
+
+DATA signbit32<>+0x00(SB)/4, $0x80000000
+GLOBL signbit32<>(SB), RODATA|NOPTR, $4
+// 0.49999997 (0.5 - 2^-25)
+DATA justunderhalf32<>+0x00(SB)/4, $0x3effffff
+GLOBL justunderhalf32<>(SB), RODATA|NOPTR, $4
+// 2^31
+DATA two31<>+0x00(SB)/4, $0x4f000000
+GLOBL two31<>(SB), RODATA|NOPTR, $4
+
+// func toFixedBE8f(dst *byte, x *float32, n int, scale float32)
+TEXT ·toFixedBE8f(SB), NOSPLIT, $0-28
+	MOVQ           dst+0(FP), DI
+	MOVQ           x+8(FP), SI
+	MOVQ           n+16(FP), CX
+	VBROADCASTSS   scale+24(FP), Y15
+	VBROADCASTSS   signbit32<>(SB), Y14
+	VBROADCASTSS   justunderhalf32<>(SB), Y13
+	VBROADCASTSS   two31<>(SB), Y12
+	VBROADCASTI128 bswap32<>(SB), Y10
+	SHRQ           $3, CX
+floop:
+	VMOVUPS        (SI), Y0
+	VMULPS         Y15, Y0, Y0
+	VANDPS         Y14, Y0, Y1
+	VORPS          Y13, Y1, Y1
+	VADDPS         Y1, Y0, Y0
+	VCVTTPS2DQ     Y0, Y2
+	VCMPPS         $5, Y12, Y0, Y3 // not (v < 2^31): v >= 2^31 or NaN
+	VPXOR          Y3, Y2, Y2
+	VPSHUFB        Y10, Y2, Y2
+	VMOVDQU        Y2, (DI)
+	ADDQ           $32, SI
+	ADDQ           $32, DI
+	DECQ           CX
+	JNZ            floop
+	VZEROUPPER
+	RET
+
+// func fromFixedBE8f(dst *float32, src *byte, n int, inv float32)
+TEXT ·fromFixedBE8f(SB), NOSPLIT, $0-28
+	MOVQ           dst+0(FP), DI
+	MOVQ           src+8(FP), SI
+	MOVQ           n+16(FP), CX
+	VBROADCASTSS   inv+24(FP), Y15
+	VBROADCASTI128 bswap32<>(SB), Y10
+	SHRQ           $3, CX
+fmloop:
+	VMOVDQU        (SI), Y0
+	VPSHUFB        Y10, Y0, Y0
+	VCVTDQ2PS      Y0, Y0
+	VMULPS         Y15, Y0, Y0
+	VMOVUPS        Y0, (DI)
+	ADDQ           $32, SI
+	ADDQ           $32, DI
+	DECQ           CX
+	JNZ            fmloop
+	VZEROUPPER
+	RET

@@ -27,7 +27,8 @@ func fixedEdges(scale float64) []float32 {
 func TestFixedKernels(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, scale := range []float64{DefaultScale, 1024, 1, 3, 1000.7, 1 << 30, 1.0 / 1024, 0x1p-40, 0x1p40, 1e-300,
-		0.49999999999999994, 0.49999999999999994 / 3, 1.4999999999999998} {
+		0.49999999999999994, 0.49999999999999994 / 3, 1.4999999999999998,
+		0x1p127, 0x1p126, 0x1p-126, 0x1p-127, 0x1p-96, 0x1p-97, 0x1p100} {
 		xs := fixedEdges(scale)
 		for range 2000 {
 			xs = append(xs, math.Float32frombits(rng.Uint32()), float32(rng.NormFloat64()*2048/scale), float32(math.Round(rng.NormFloat64()*1e4)+0.5)/float32(scale))

@@ -97,15 +97,21 @@ func (cd *manyCodec) numChunks() int { return cd.chunks }
 
 // locate returns chunk c's bucket and the value range [lo, hi) of the bucket stream it carries.
 func (cd *manyCodec) locate(c int) (b *bucket, lo, hi int) {
-	i := sort.Search(len(cd.buckets), func(i int) bool { return cd.buckets[i].first+cd.buckets[i].chunks > c })
-	b = &cd.buckets[i]
+	b = &cd.buckets[0]
+	if len(cd.buckets) > 1 {
+		i := sort.Search(len(cd.buckets), func(i int) bool { return cd.buckets[i].first+cd.buckets[i].chunks > c })
+		b = &cd.buckets[i]
+	}
 	lo = (c - b.first) * cd.width
 	return b, lo, lo + cd.width
 }
 
 // each calls fn for every tensor piece of [lo, hi): values [s, e) of part p land at v[at:].
 func (b *bucket) each(lo, hi int, fn func(p *part, s, e, at int)) {
-	j := sort.Search(len(b.parts), func(i int) bool { return b.parts[i].off+b.parts[i].n > lo })
+	j := 0
+	if len(b.parts) > 1 {
+		j = sort.Search(len(b.parts), func(i int) bool { return b.parts[i].off+b.parts[i].n > lo })
+	}
 	for ; j < len(b.parts) && b.parts[j].off < hi; j++ {
 		p := &b.parts[j]
 		s, e := max(lo, p.off)-p.off, min(hi, p.off+p.n)-p.off
