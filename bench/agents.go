@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -285,13 +287,18 @@ type agentsOpts struct {
 //
 //   - in memory (runMem: one worker, the switch model and the PS, float32 calls of o.size values):
 //     worker_ns, ps_ns and switch_ns, CPU per chunk on one thread; t1_cps and t2_cps, chunks per
-//     second of wall time on one and on two threads; scaling, t2 / t1;
+//     second of wall time on one and on two threads; scaling, t2 / t1; host_t1 and host_t2, a
+//     spin loop's steps per second on one and two threads (spinRate: what the host gives two
+//     threads at that moment);
 //   - with o.veth (root), over AF_PACKET rings on veths (path, one worker): af_worker_ns, the
 //     worker agent's process CPU per chunk, and af_floor_ns, the bare ring loop's for the same
 //     frames on the same path (the kernel's floor), and af_ratio, the first over the second.
 func agents(o agentsOpts) (map[string]float64, error) {
-	var w, p, s, t1, t2, sc []float64
+	var w, p, s, t1, t2, sc, h1, h2 []float64
 	for range o.pairs {
+		// The host's own 2/1 first: the same work on one and on two threads, nothing shared.
+		a, b := spinRate(1), spinRate(2)
+		h1, h2 = append(h1, a), append(h2, b)
 		r1, err := runMem(memOpts{size: o.size, iters: o.iters, window: o.window, threads: 1})
 		if err != nil {
 			return nil, fmt.Errorf("in memory, 1 thread: %w", err)
@@ -305,7 +312,7 @@ func agents(o agentsOpts) (map[string]float64, error) {
 		t1, t2, sc = append(t1, c1), append(t2, c2), append(sc, c2/c1)
 	}
 	out := map[string]float64{"worker_ns": median(w), "ps_ns": median(p), "switch_ns": median(s),
-		"t1_cps": median(t1), "t2_cps": median(t2), "scaling": median(sc)}
+		"t1_cps": median(t1), "t2_cps": median(t2), "scaling": median(sc), "host_t1": median(h1), "host_t2": median(h2)}
 	if !o.veth {
 		return out, nil
 	}
@@ -328,3 +335,32 @@ func agents(o agentsOpts) (map[string]float64, error) {
 }
 
 func median(v []float64) float64 { return spreadOf(v).med }
+
+// spinRate is the host's speed on threads threads: steps per second of wall time of a loop that
+// touches no memory, each thread on a locked OS thread doing the same number. On a host whose
+// other core is busy, two threads get no more done than one: that bounds the agents' scaling too.
+func spinRate(threads int) float64 {
+	const steps = 20_000_000
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range threads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			spinSink.Add(spin(steps))
+		}()
+	}
+	wg.Wait()
+	return float64(threads*steps) / time.Since(start).Seconds()
+}
+
+var spinSink atomic.Uint64
+
+func spin(n int) uint64 {
+	x := uint64(1)
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+	}
+	return x
+}

@@ -40,13 +40,15 @@ type groupDone struct {
 	err    error
 }
 
-// NewGroup returns a member of cfg's job running on len(ts) threads, thread k on ts[k].
-// cfg.Window must be a multiple of len(ts); cfg.InitialWindow is per thread. Close stops the
+// NewGroup returns a member of cfg's job running on len(ts) threads, thread k on ts[k]: a power
+// of two, and cfg.Window a multiple of it; cfg.InitialWindow is per thread. Close stops the
 // threads (not the transports).
 func NewGroup(cfg Config, ts []transport.Transport) (*Group, error) {
 	n := len(ts)
-	if n < 1 || n > MaxThreads || cfg.Window%n != 0 {
-		return nil, fmt.Errorf("%w: %d threads for a window of %d: want 1..%d threads dividing the window", ErrConfig, n, cfg.Window, MaxThreads)
+	// A power of two divides 2^32: a seq's thread (seq mod Threads, as a socket's filter reads it)
+	// stays the one that steps to it when seqs wrap.
+	if n < 1 || n > MaxThreads || n&(n-1) != 0 || cfg.Window%n != 0 {
+		return nil, fmt.Errorf("%w: %d threads for a window of %d: want a power of two up to %d dividing the window", ErrConfig, n, cfg.Window, MaxThreads)
 	}
 	g := &Group{done: make(chan groupDone, n), cpu: make([]atomic.Int64, n)}
 	for k, t := range ts {

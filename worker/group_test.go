@@ -138,6 +138,11 @@ func TestGroupConfigErrors(t *testing.T) {
 	if _, err := worker.NewGroup(config(0, 1), []transport.Transport{a, b, c}); !errors.Is(err, worker.ErrConfig) {
 		t.Errorf("3 threads for a window of 16: %v", err)
 	}
+	cfg := config(0, 1)
+	cfg.Window = 48
+	if _, err := worker.NewGroup(cfg, []transport.Transport{a, b, c}); !errors.Is(err, worker.ErrConfig) {
+		t.Errorf("3 threads (not a power of two) for a window of 48: %v", err)
+	}
 	if _, err := worker.NewGroup(config(0, 1), nil); !errors.Is(err, worker.ErrConfig) {
 		t.Errorf("no threads: %v", err)
 	}

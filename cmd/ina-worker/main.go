@@ -47,7 +47,7 @@ func main() {
 		progress = flag.Duration("progress-timeout", 5*time.Second, "fail when no chunk completes for this long")
 		quiet    = flag.Bool("quiet", false, "no per-iteration lines")
 		checked  = flag.Bool("integrity", true, "carry the integrity lane and check every result (the job's PS and workers must agree)")
-		threads  = flag.Int("threads", 0, "threads (each with its own ring pair, owning the chunks whose seq is its index mod the threads); 0: one per four cores, dividing -window")
+		threads  = flag.Int("threads", 0, "threads (each with its own ring pair, owning the chunks whose seq is its index mod the threads); 0: one per four cores; a power of two dividing -window")
 		trace    = flag.Bool("trace", false, "log every backoff of the retransmission timer to stderr (the oldest chunk out, the chunks out, the silence, the window)")
 	)
 	flag.Parse()
@@ -86,8 +86,8 @@ func main() {
 	if n == 0 {
 		n = autoThreads(*window, runtime.NumCPU())
 	}
-	if n < 1 || *window%n != 0 {
-		log.Fatalf("-threads %d: want a divisor of -window %d", n, *window)
+	if n < 1 || n&(n-1) != 0 || *window%n != 0 {
+		log.Fatalf("-threads %d: want a power of two dividing -window %d", n, *window)
 	}
 	// Only this job's INA frames, and of those only the thread's own chunks: other agents on this
 	// host, and the other threads, do not wake this one.
@@ -138,11 +138,11 @@ type member interface {
 }
 
 // autoThreads is -threads 0: a thread per four cores of the host (the rest is left to training
-// and to the host's other agents), at most what divides the window; one below eight cores.
+// and to the host's other agents), a power of two dividing the window; one below eight cores.
 func autoThreads(window, cores int) int {
-	n := max(1, cores/4)
-	for window%n != 0 {
-		n--
+	n := 1
+	for 2*n <= cores/4 && window%(2*n) == 0 {
+		n *= 2
 	}
 	return n
 }
