@@ -76,6 +76,7 @@ func Main() {
 		fs.DurationVar(&o.measure, "duration", 3*time.Second, "measuring time")
 		fs.StringVar(&o.prefix, "prefix", fmt.Sprintf("ip%d", os.Getpid()%10000), "prefix of the veths created")
 		fs.BoolVar(&o.agent, "agent", false, "run the worker agent (float32 all-reduces) in the workers' processes instead of the bare ring loop")
+		fs.BoolVar(&o.verbose, "v", false, "with -agent: each agent's chunks, ring waits and flushes on stderr")
 		fs.IntVar(&o.threads, "threads", 1, "with -agent: the worker's threads (worker.Group, a socket per thread filtered by seq)")
 		_ = fs.Parse(os.Args[2:])
 		if os.Geteuid() != 0 {

@@ -45,7 +45,8 @@ type pathOpts struct {
 	// agent runs worker.Worker (path-agent: float32 all-reduces of 1 MiB over transport.Packet)
 	// in each worker's process instead of the bare ring loop, on the same path.
 	agent   bool
-	threads int // with agent: the worker's threads
+	threads int  // with agent: the worker's threads
+	verbose bool // with agent: print each agent's line (chunks, ring polls and flushes) on stderr
 }
 
 // pathResult is a run of the path: the goodput per worker (Mbit/s of chunk values, the mean over
@@ -105,6 +106,9 @@ func path(o pathOpts) (pathResult, error) {
 			}
 			_, res[r].err = fmt.Sscanf(strings.TrimSpace(string(out)), "chunks=%d all=%d", &res[r].chunks, &res[r].all)
 			res[r].cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+			if o.agent && o.verbose {
+				fmt.Fprintf(os.Stderr, "path: agent %d: %s cpu_ms=%d\n", r, strings.TrimSpace(string(out)), res[r].cpu.Milliseconds())
+			}
 		}()
 	}
 	wg.Wait()
@@ -352,13 +356,27 @@ func pathAgent(name string, rank, window int, warmup, measure time.Duration, thr
 		defer t.Close()
 		ts = append(ts, t)
 	}
-	w, err := worker.NewGroup(worker.Config{Job: 1, Rank: rank, Workers: 1, Priority: 1, Window: window, InitialWindow: window,
+	cfg := worker.Config{Job: 1, Rank: rank, Workers: 1, Priority: 1, Window: window, InitialWindow: window,
 		SrcMAC: net.HardwareAddr{2, 0, 0, 0, 2, byte(rank)}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1},
-		SrcIP: net.IP{10, 0, 1, byte(rank + 1)}, DstIP: net.IP{10, 0, 0, 100}}, ts)
-	if err != nil {
-		return err
+		SrcIP: net.IP{10, 0, 1, byte(rank + 1)}, DstIP: net.IP{10, 0, 0, 100}}
+	var w interface {
+		AllReduceFloat32(ctx context.Context, data []float32, scale float64) error
+		Snapshot() worker.StatsSnapshot
 	}
-	defer w.Close()
+	if threads == 1 { // as ina-worker runs one thread
+		ww, err := worker.New(cfg, ts[0])
+		if err != nil {
+			return err
+		}
+		w = ww
+	} else {
+		g, err := worker.NewGroup(cfg, ts)
+		if err != nil {
+			return err
+		}
+		defer g.Close()
+		w = g
+	}
 	data := make([]float32, 262144)
 	for i := range data {
 		data[i] = float32(i%1000) / 1024
@@ -375,6 +393,11 @@ func pathAgent(name string, rank, window int, warmup, measure time.Duration, thr
 			counted += w.Snapshot().Results - before
 		}
 	}
-	fmt.Printf("chunks=%d all=%d\n", counted, w.Snapshot().Results)
+	var polls, flushes uint64
+	for _, t := range ts {
+		st := t.(*transport.Packet).Stats()
+		polls, flushes = polls+st.Polls, flushes+st.Flushes
+	}
+	fmt.Printf("chunks=%d all=%d polls=%d flushes=%d\n", counted, w.Snapshot().Results, polls, flushes)
 	return nil
 }

@@ -5,12 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
-	"sync/atomic"
-	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/inapack/inapack/transport"
 )
@@ -27,7 +22,6 @@ type Group struct {
 	ws   []*Worker
 	reqs []chan groupCall
 	done chan groupDone
-	cpu  []atomic.Int64 // each thread's CPU time at the end of its last call, ns
 }
 
 type groupCall struct {
@@ -50,7 +44,7 @@ func NewGroup(cfg Config, ts []transport.Transport) (*Group, error) {
 	if n < 1 || n > MaxThreads || n&(n-1) != 0 || cfg.Window%n != 0 {
 		return nil, fmt.Errorf("%w: %d threads for a window of %d: want a power of two up to %d dividing the window", ErrConfig, n, cfg.Window, MaxThreads)
 	}
-	g := &Group{done: make(chan groupDone, n), cpu: make([]atomic.Int64, n)}
+	g := &Group{done: make(chan groupDone, n)}
 	for k, t := range ts {
 		c := cfg
 		c.InitialWindow = min(cmp.Or(max(cfg.InitialWindow, 0), 8), cfg.Window/n)
@@ -69,31 +63,17 @@ func NewGroup(cfg Config, ts []transport.Transport) (*Group, error) {
 // MaxThreads bounds a Group's threads.
 const MaxThreads = 64
 
-// thread runs thread k's share of every call on one OS thread: the ring pair it serves stays
-// with one core's caches, and its CPU time is the thread's own.
+// thread runs thread k's share of every call. It is not locked to an OS thread: a locked
+// goroutine that waits on its socket hands its core to another OS thread and has to be switched
+// back when a frame comes (over AF_PACKET on veths that cost a third more CPU per chunk).
 func (g *Group) thread(k int) {
-	runtime.LockOSThread()
 	for c := range g.reqs[k] {
-		err := g.ws[k].run(c.ctx, c.cd)
-		var ts unix.Timespec
-		if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) == nil {
-			g.cpu[k].Store(ts.Nano())
-		}
-		g.done <- groupDone{k, err}
+		g.done <- groupDone{k, g.ws[k].run(c.ctx, c.cd)}
 	}
 }
 
 // Threads is the number of threads.
 func (g *Group) Threads() int { return len(g.ws) }
-
-// CPU is the CPU time (user and system) the group's threads have used, as of their last calls.
-func (g *Group) CPU() time.Duration {
-	var d int64
-	for i := range g.cpu {
-		d += g.cpu[i].Load()
-	}
-	return time.Duration(d)
-}
 
 // Close stops the threads; the group is unusable afterwards. It must not overlap a call.
 func (g *Group) Close() {
