@@ -139,9 +139,7 @@ func (l *memLoop) Flush() error {
 	l.frames += len(l.txq)
 	l.txq, l.tx.used = l.txq[:0], 0
 	t1 := threadCPU()
-	for _, f := range l.toPS {
-		l.ps.Handle(f, l.emit) // results land in rx, to go through the switch next
-	}
+	l.ps.HandleBatch(l.toPS, l.emit) // results land in rx, to go through the switch next
 	t2 := threadCPU()
 	results := len(l.rx)
 	for i := 0; i < results; i++ {

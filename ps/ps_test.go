@@ -357,3 +357,30 @@ func TestPartialSumBeyondInt32(t *testing.T) {
 		t.Errorf("counters %v", c)
 	}
 }
+
+// HandleBatch is Handle of each frame in order: the same results and counters.
+func TestHandleBatchIsHandleInTurn(t *testing.T) {
+	frames := [][]byte{data(1, 5, 0b0011, 0, 10), data(1, 5, 0b0100, 0, 1), data(1, 6, 0b1111, 0, 2),
+		data(1, 5, 0b1000, 0, 2), data(1, 5, 0b0001, wire.FlagResend, 10), data(9, 1, 1, 0, 1)}
+	one := newServer(t, JobConfig{Job: 1, Workers: 4, Window: 8})
+	var want [][]byte
+	for _, f := range frames {
+		one.Handle(f, func(b []byte) { want = append(want, bytes.Clone(b)) })
+	}
+	batch := newServer(t, JobConfig{Job: 1, Workers: 4, Window: 8})
+	var got [][]byte
+	batch.HandleBatch(frames, func(b []byte) { got = append(got, bytes.Clone(b)) })
+	if len(got) != 3 || len(got) != len(want) {
+		t.Fatalf("%d results in a batch, %d one by one; want 3", len(got), len(want))
+	}
+	for i := range got {
+		if !bytes.Equal(got[i][wire.FrameLen-4*wire.NumValues:], want[i][wire.FrameLen-4*wire.NumValues:]) {
+			t.Errorf("result %d differs", i)
+		}
+	}
+	c1, _ := one.Counters(1)
+	c2, _ := batch.Counters(1)
+	if c1 != c2 || one.Global() != batch.Global() {
+		t.Errorf("counters %+v / %+v, global %+v / %+v", c1, c2, one.Global(), batch.Global())
+	}
+}

@@ -84,6 +84,15 @@ func (s *Server) Handle(frame []byte, emit func([]byte)) {
 	s.mu.Unlock()
 }
 
+// HandleBatch is Handle for each frame in turn under one lock, as Serve takes a ring's batch.
+func (s *Server) HandleBatch(frames [][]byte, emit func([]byte)) {
+	s.mu.Lock()
+	for _, f := range frames {
+		s.handle(f, emit)
+	}
+	s.mu.Unlock()
+}
+
 // handle is Handle under s.mu.
 func (s *Server) handle(frame []byte, emit func([]byte)) {
 	s.g.Frames++
