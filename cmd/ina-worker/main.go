@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -30,6 +31,7 @@ func main() {
 		iface    = flag.String("iface", "", "interface (AF_PACKET; needs root)")
 		job      = flag.Uint("job", 1, "job id")
 		rank     = flag.Int("rank", 0, "this worker's rank (its bit in the bitmap)")
+		member   = flag.Uint("member", envUint("INAPACK_MEMBER"), "this worker's index among the job's workers behind its switch port, 0..15 (default $INAPACK_MEMBER, else 0)")
 		workers  = flag.Int("workers", 2, "workers in the job")
 		prio     = flag.Uint("priority", 0, "requested priority (the switch clamps it to the job's cap)")
 		slotBase = flag.Uint("slot-base", 0, "first aggregator slot of the job")
@@ -62,6 +64,8 @@ func main() {
 		log.Fatalf("-job %d: want 1..%d", *job, wire.MaxJobs-1)
 	case *prio > 255:
 		log.Fatalf("-priority %d: want 0..255", *prio)
+	case *member >= wire.MaxMembers:
+		log.Fatalf("-member %d: want 0..%d", *member, wire.MaxMembers-1)
 	case *slotBase >= wire.NumSlots:
 		log.Fatalf("-slot-base %d: want 0..%d", *slotBase, wire.NumSlots-1)
 	case *size < 1 || *iters < 1:
@@ -86,7 +90,7 @@ func main() {
 		log.Fatal(err)
 	}
 	defer t.Close()
-	w, err := worker.New(worker.Config{Job: uint16(*job), Rank: *rank, Workers: *workers, Priority: uint8(*prio),
+	w, err := worker.New(worker.Config{Job: uint16(*job), Rank: *rank, Workers: *workers, Priority: uint8(*prio), Member: uint8(*member),
 		SlotBase: uint16(*slotBase), Window: *window, SrcMAC: t.MAC(), DstMAC: dst,
 		SrcIP: srcIP, DstIP: dstIP, ProgressTimeout: *progress, NoIntegrity: !*checked, Trace: traceLogger(*trace)}, t)
 	if err != nil {
@@ -231,4 +235,18 @@ func traceLogger(on bool) *slog.Logger {
 		return nil
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, nil))
+}
+
+// envUint is the unsigned number in environment variable name, 0 when it is unset; a value that
+// is not a number is fatal, so a misspelt INAPACK_MEMBER never runs a worker as member 0.
+func envUint(name string) uint {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return 0
+	}
+	n, err := strconv.ParseUint(v, 10, 8)
+	if err != nil {
+		log.Fatalf("$%s=%q: want a number 0..255", name, v)
+	}
+	return uint(n)
 }
