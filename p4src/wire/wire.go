@@ -63,7 +63,7 @@ func (h *Header) MarshalTo(b []byte) error {
 func (h *Header) marshalFields(b []byte) {
 	b[0] = h.Version<<4 | uint8(h.Type)&0x0f
 	b[1] = h.Priority
-	binary.BigEndian.PutUint16(b[2:], uint16(h.Member)<<12|uint16(h.Flags&FlagsMask))
+	binary.BigEndian.PutUint16(b[2:], uint16(h.Member&0x0f)<<12|uint16(h.Flags&FlagsMask))
 	binary.BigEndian.PutUint16(b[4:], h.Job)
 	binary.BigEndian.PutUint16(b[6:], h.Slot)
 	binary.BigEndian.PutUint32(b[8:], h.Seq)
