@@ -249,15 +249,19 @@ func validateJobSwitch(v *validator, js *JobSwitch, sp string, bits map[int]stri
 			v.add(js.PS.Pos, "ip", pp, "%q is not an IPv4 address", js.PS.IP)
 		}
 	}
-	ports := map[int]string{}
+	ports := map[int]string{}      // port -> the first use, "role (line n)"
+	roles := map[int]string{}      // port -> its role
 	members := map[[2]int]string{} // (port, member) -> where
 	usePort := func(p Pos, field, path string, port int, role string) {
 		checkPort(v, p, field, path, port)
-		if prev, dup := ports[port]; dup && (role != "member" || !strings.HasPrefix(prev, "member ")) {
+		// Several members may share a port (told apart by member index, checked below).
+		if prev, dup := ports[port]; dup && (role != "member" || roles[port] != "member") {
 			v.add(p, field, path, "port %d already used on this switch by %s (a (job, port) pair has one role)", port, prev)
 			return
+		} else if dup {
+			return
 		}
-		ports[port] = fmt.Sprintf("%s (line %d)", role, p.At(field))
+		ports[port], roles[port] = fmt.Sprintf("%s (line %d)", role, p.At(field)), role
 	}
 	for i := range js.Members {
 		m := &js.Members[i]
