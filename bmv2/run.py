@@ -158,8 +158,10 @@ def run_jobs(net, topo, ids, iters, size):
         n = len(job["workers"])
         for rank, w in enumerate(job["workers"]):
             h = net.get(w)
+            # A host listed k times runs k workers, members 0..k-1 in rank order (topology.MemberIndices).
+            member = job["workers"][:rank].count(w)
             cmd = [BIN + "/ina-worker", "--iface", str(h.defaultIntf()), "--job", str(job["id"]), "--rank", str(rank),
-                   "--workers", str(n), "--size", str(size), "--iters", str(iters), "--seed", "7", "--quiet",
+                   "--member", str(member), "--workers", str(n), "--size", str(size), "--iters", str(iters), "--seed", "7", "--quiet",
                    "--ip", host_ip(topo, w), "--ps-ip", host_ip(topo, job["ps"]),
                    "--ps-mac", topo["hosts"][job["ps"]]["mac"], "--slot-base", "0", "--window", "8",
                    "--priority", str(job.get("priority_cap", 0)), "--progress-timeout", "20s"]

@@ -15,7 +15,7 @@ func benchEntries(s *Schema, n int) []*p4v1.Entity {
 	out := make([]*p4v1.Entity, 0, n)
 	for i := 0; i < n; i++ {
 		job, port := 1+i/32, i%32
-		out = append(out, s.jobEntry(job, port, s.action(ActionWorker, 1<<uint(port), 32, 7, 1)))
+		out = append(out, s.jobEntry(job, port, 0, s.action(ActionWorker, 1<<uint(port), 32, 7, 1)))
 	}
 	return out
 }

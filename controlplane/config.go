@@ -3,6 +3,7 @@ package controlplane
 import (
 	"fmt"
 	"os"
+	"slices"
 )
 
 // Config is the controller's declarative desired state (see README.md for the reference).
@@ -130,9 +131,11 @@ type PSConfig struct {
 	Pos  Pos    `yaml:"-" json:"-"`
 }
 
-// Member is a worker port of the job on this switch (an ina_worker entry).
+// Member is a worker of the job on this switch (an ina_worker entry): its port and, for several
+// workers of the job behind one port, the member index its packets carry (0..15, default 0).
 type Member struct {
 	Port      int `yaml:"port" json:"port"`
+	Member    int `yaml:"member" json:"member,omitempty"`
 	WorkerBit int `yaml:"worker_bit" json:"worker_bit"`
 	Pos       Pos `yaml:"-" json:"-"`
 }
@@ -208,14 +211,17 @@ func (js *JobSwitch) LocalFanIn() int {
 	return *js.FanIn
 }
 
-// ReplicaPorts are the result multicast group's ports.
+// ReplicaPorts are the result multicast group's ports: by default each member port once, however
+// many members share it (every worker behind a port reads the one copy).
 func (r *ResultConfig) ReplicaPorts(js *JobSwitch) []int {
 	if len(r.Ports) > 0 {
 		return r.Ports
 	}
 	out := make([]int, 0, len(js.Members))
 	for _, m := range js.Members {
-		out = append(out, m.Port)
+		if !slices.Contains(out, m.Port) {
+			out = append(out, m.Port)
+		}
 	}
 	return out
 }

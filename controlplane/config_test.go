@@ -65,6 +65,18 @@ func TestGoodConfig(t *testing.T) {
 	if l := j.Switches[0].Members[1].Pos.At("worker_bit"); l != 15 {
 		t.Fatalf("worker_bit of member 1 recorded at line %d, want 15", l)
 	}
+	// A second worker behind port 1 (member 1) is valid, and the group lists port 1 once.
+	cfg, err = ParseConfig([]byte(strings.Replace(goodConfig, "{port: 2, worker_bit: 1}", "{port: 1, member: 1, worker_bit: 1}", 1)), "good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	js := &cfg.Job(5).Switches[0]
+	if got := js.Result.ReplicaPorts(js); len(got) != 1 || got[0] != 1 || js.LocalFanIn() != 2 {
+		t.Fatalf("replicas = %v, fan_in %d: want [1] and 2", got, js.LocalFanIn())
+	}
 }
 
 // Each case replaces one line of goodConfig and expects an error on a given line naming a field.
@@ -77,7 +89,9 @@ func TestValidationErrors(t *testing.T) {
 		{"job id zero", "  - id: 5", "  - id: 0", 9, "jobs[0].id: job id 0 out of 1..1023"},
 		{"job id too big", "  - id: 5", "  - id: 1024", 9, "out of 1..1023"},
 		{"worker bit reused", "{port: 2, worker_bit: 1}", "{port: 2, worker_bit: 0}", 15, "members[1].worker_bit: worker bit 0 already used by line 14"},
-		{"duplicate port", "{port: 2, worker_bit: 1}", "{port: 1, worker_bit: 1}", 15, "members[1].port: port 1 already used"},
+		{"duplicate member", "{port: 2, worker_bit: 1}", "{port: 1, worker_bit: 1}", 15, "members[1].member: port 1 member 0 already used by line 14"},
+		{"member range", "{port: 2, worker_bit: 1}", "{port: 1, member: 16, worker_bit: 1}", 15, "members[1].member: 16 out of 0..15"},
+		{"member on result port", "{port: 2, worker_bit: 1}", "{port: 3, member: 1, worker_bit: 1}", 16, "result.port: port 3 already used"},
 		{"result on member port", "result: {port: 3,", "result: {port: 2,", 16, "result.port: port 2 already used"},
 		{"unknown switch", "      - switch: s1", "      - switch: nope", 11, `unknown switch "nope"`},
 		{"bad target", "    target: ref", "    target: p4", 5, `unknown target "p4"`},

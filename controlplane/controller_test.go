@@ -3,6 +3,7 @@ package controlplane
 import (
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -243,5 +244,39 @@ func TestWriteErrorNamesTable(t *testing.T) {
 	err = st.conn.Write(ctx(t), updates(es[:1], p4v1.Update_INSERT), 10)
 	if err == nil || !strings.Contains(err.Error(), "table ina_ps") || !strings.Contains(err.Error(), "AlreadyExists") {
 		t.Fatalf("duplicate insert: %v", err)
+	}
+}
+
+// Two workers of job 5 behind port 1 (members 0 and 1) and one behind port 2: each is its own
+// ina_worker entry with its own bit, the fan-in counts workers, not ports, and the result group
+// lists port 1 once.
+func TestSeveralMembersPerPort(t *testing.T) {
+	cfg := strings.Replace(refConfig, `          - {port: 1, worker_bit: 0}
+`, `          - {port: 1, worker_bit: 0}
+          - {port: 1, member: 1, worker_bit: 2}
+`, 1)
+	ref := refswitchtest.Serve(t, "127.0.0.1:0")
+	c := newController(t, testConfig(t, cfg, ref.Addr))
+	if err := c.Apply(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		port   uint16
+		member uint8
+		bit    uint32
+	}{{1, 0, 1}, {1, 1, 4}, {2, 0, 2}} {
+		e, ok := ref.Switch.Job(model.JobKey{Job: 5, Port: w.port, Member: w.member})
+		if !ok || e.Role != model.RoleWorker || e.WorkerBit != w.bit || e.FanIn != 3 {
+			t.Errorf("port %d member %d: %+v %v, want worker bit %#x fan_in 3", w.port, w.member, e, ok, w.bit)
+		}
+	}
+	if _, ok := ref.Switch.Job(model.JobKey{Job: 5, Port: 2, Member: 1}); ok {
+		t.Error("port 2 has an entry for member 1")
+	}
+	if g := ref.Switch.McastGroups()[5]; !slices.Equal(g, []uint16{1, 2}) {
+		t.Errorf("group 5 = %v, want [1 2]", g)
+	}
+	if d, err := c.Reconcile(ctx(t), "s1"); err != nil || !d.Empty() {
+		t.Fatalf("second reconcile: %v %v", d, err)
 	}
 }

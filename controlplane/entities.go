@@ -61,11 +61,14 @@ func (s *Schema) RouteEntity(r Route) (*p4v1.Entity, error) {
 	}), nil
 }
 
-func (s *Schema) jobEntry(job, port int, act *p4v1.TableAction) *p4v1.Entity {
+// jobEntry is the ina_job entry of (job, port, member). Result and transit entries have member 0:
+// the switch zeroes the member of everything a member's data leaves as, and a PS sends 0.
+func (s *Schema) jobEntry(job, port, member int, act *p4v1.TableAction) *p4v1.Entity {
 	return tableEntity(&p4v1.TableEntry{
 		TableId: s.tableID(TableJob),
-		Match:   []*p4v1.FieldMatch{s.exact(TableJob, "job_id", uint64(job)), s.exact(TableJob, "ingress_port", uint64(port))},
-		Action:  act,
+		Match: []*p4v1.FieldMatch{s.exact(TableJob, "job_id", uint64(job)), s.exact(TableJob, "ingress_port", uint64(port)),
+			s.exact(TableJob, "member", uint64(member))},
+		Action: act,
 	})
 }
 
@@ -91,14 +94,14 @@ func (s *Schema) JobEntities(j *JobConfig, js *JobSwitch) ([]*p4v1.Entity, error
 		ina = 1
 	}
 	for _, m := range js.Members {
-		out = append(out, s.jobEntry(j.ID, m.Port, s.action(ActionWorker, uint64(1)<<m.WorkerBit, uint64(js.LocalFanIn()), uint64(j.Cap()), ina)))
+		out = append(out, s.jobEntry(j.ID, m.Port, m.Member, s.action(ActionWorker, uint64(1)<<m.WorkerBit, uint64(js.LocalFanIn()), uint64(j.Cap()), ina)))
 	}
 	if r := js.Result; r != nil {
-		out = append(out, s.jobEntry(j.ID, r.Port, s.action(ActionResult, uint64(r.MulticastGroup))))
+		out = append(out, s.jobEntry(j.ID, r.Port, 0, s.action(ActionResult, uint64(r.MulticastGroup))))
 		out = append(out, MulticastEntity(r.MulticastGroup, r.ReplicaPorts(js)))
 	}
 	for _, p := range js.TransitPorts {
-		out = append(out, s.jobEntry(j.ID, p, s.action(ActionTransit)))
+		out = append(out, s.jobEntry(j.ID, p, 0, s.action(ActionTransit)))
 	}
 	return out, nil
 }

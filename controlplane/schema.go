@@ -51,7 +51,7 @@ var slotRegisters = []string{RegisterSlotCount, RegisterSlotJob, RegisterSlotTag
 // required lists, per table, its match fields and actions, and per action its parameters.
 var requiredTables = map[string][]string{
 	TableIPv4LPM:  {"dst_addr"},
-	TableJob:      {"job_id", "ingress_port"},
+	TableJob:      {"job_id", "ingress_port", "member"},
 	TablePS:       {"job_id"},
 	TableSettings: {},
 }

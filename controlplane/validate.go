@@ -249,19 +249,31 @@ func validateJobSwitch(v *validator, js *JobSwitch, sp string, bits map[int]stri
 			v.add(js.PS.Pos, "ip", pp, "%q is not an IPv4 address", js.PS.IP)
 		}
 	}
-	ports := map[int]string{}
+	ports := map[int]string{}      // port -> the first use, "role (line n)"
+	roles := map[int]string{}      // port -> its role
+	members := map[[2]int]string{} // (port, member) -> where
 	usePort := func(p Pos, field, path string, port int, role string) {
 		checkPort(v, p, field, path, port)
-		if prev, dup := ports[port]; dup {
+		// Several members may share a port (told apart by member index, checked below).
+		if prev, dup := ports[port]; dup && (role != "member" || roles[port] != "member") {
 			v.add(p, field, path, "port %d already used on this switch by %s (a (job, port) pair has one role)", port, prev)
 			return
+		} else if dup {
+			return
 		}
-		ports[port] = fmt.Sprintf("%s (line %d)", role, p.At(field))
+		ports[port], roles[port] = fmt.Sprintf("%s (line %d)", role, p.At(field)), role
 	}
 	for i := range js.Members {
 		m := &js.Members[i]
 		mp := fmt.Sprintf("%s.members[%d]", sp, i)
 		usePort(m.Pos, "port", mp, m.Port, "member")
+		if m.Member < 0 || m.Member >= wire.MaxMembers {
+			v.add(m.Pos, "member", mp, "%d out of 0..%d", m.Member, wire.MaxMembers-1)
+		} else if prev, dup := members[[2]int{m.Port, m.Member}]; dup {
+			v.add(m.Pos, "member", mp, "port %d member %d already used by %s (each worker behind a port has its own member index)", m.Port, m.Member, prev)
+		} else {
+			members[[2]int{m.Port, m.Member}] = fmt.Sprintf("line %d", m.Pos.At("port"))
+		}
 		if m.WorkerBit < 0 || m.WorkerBit > maxWorkerBit {
 			v.add(m.Pos, "worker_bit", mp, "%d out of 0..%d", m.WorkerBit, maxWorkerBit)
 		} else if prev, dup := bits[m.WorkerBit]; dup {

@@ -15,7 +15,16 @@ type jobSpec struct {
 	ina                   bool
 	slotBase, window      int
 	ports                 []int // switch ports of its workers, rank order
+	members               []int // their member indices behind those ports
 	hosts                 []host
+}
+
+// member is rank r's member index behind its port (0 before layout).
+func (j *jobSpec) member(r int) int {
+	if r < len(j.members) {
+		return j.members[r]
+	}
+	return 0
 }
 
 type jobList []*jobSpec
@@ -85,7 +94,7 @@ func controllerConfig(d *demo) string {
 		fmt.Fprintf(&b, "  - id: %d\n    priority_cap: %d\n    ina: %v\n    switches:\n      - switch: tor1\n", j.id, j.priority, j.ina)
 		fmt.Fprintf(&b, "        ps: {port: %d, mac: %q, ip: %s}\n        members:\n", psPort, d.ps.mac, psIP)
 		for r, p := range j.ports {
-			fmt.Fprintf(&b, "          - {port: %d, worker_bit: %d}\n", p, r)
+			fmt.Fprintf(&b, "          - {port: %d, member: %d, worker_bit: %d}\n", p, j.member(r), r)
 		}
 		fmt.Fprintf(&b, "        fan_in: %d\n        result: {port: %d, multicast_group: %d}\n", j.workers, psPort, j.id)
 	}

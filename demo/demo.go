@@ -51,6 +51,7 @@ type demo struct {
 	bmv2JSON, p4info, dtype           string
 	killJob, killAfter                int
 	exec                              execFlags
+	perHost                           int // workers of a job per emulated host (members behind its port)
 
 	grpcAddr, apiAddr, metricsAddr, thriftAddr string
 	ps                                         host
@@ -74,6 +75,7 @@ func Main() {
 	flag.StringVar(&d.dtype, "dtype", "int32", "tensor type: int32 or float32 (fixed point, scale 1024)")
 	flag.IntVar(&d.size, "size", 16384, "tensor size in values (64 per packet)")
 	flag.IntVar(&d.iters, "iters", 20, "iterations per worker")
+	flag.IntVar(&d.perHost, "per-host", 1, "workers of a job per emulated host, behind its one switch port (members 0..N-1)")
 	flag.DurationVar(&d.compute, "compute", 5*time.Millisecond, "simulated compute per iteration")
 	flag.IntVar(&d.activeSlots, "active-slots", 16, "the switch's active_slots (small, so jobs contend)")
 	flag.IntVar(&d.window, "window", 12, "slots per job (overlapping when the jobs' windows exceed slots/jobs)")
@@ -143,6 +145,8 @@ func (d *demo) check() error {
 		return fmt.Errorf("-dtype %q: want int32 or float32", d.dtype)
 	case d.ecnThreshold < 0 || d.ecnThreshold > wire.MaxECNThreshold:
 		return fmt.Errorf("-ecn-threshold %d: want 0..%d", d.ecnThreshold, wire.MaxECNThreshold)
+	case d.perHost < 1 || d.perHost > wire.MaxMembers:
+		return fmt.Errorf("-per-host %d: want 1..%d", d.perHost, wire.MaxMembers)
 	case d.execJob() != 0:
 		return fmt.Errorf("-exec %d=...: no such -job", d.execJob())
 	case d.killJob != 0 && !slices.ContainsFunc(d.jobs, func(j *jobSpec) bool { return j.id == d.killJob && j.workers > 1 }):
@@ -244,9 +248,12 @@ func (d *demo) layout() error {
 		if len(d.jobs) > 1 {
 			j.slotBase = i * (d.activeSlots - j.window) / (len(d.jobs) - 1)
 		}
-		for range j.workers {
+		for r := range j.workers {
 			j.ports = append(j.ports, port)
-			port++
+			j.members = append(j.members, r%d.perHost)
+			if r%d.perHost == d.perHost-1 || r == j.workers-1 {
+				port++
+			}
 		}
 	}
 	if port > 512 {
@@ -271,6 +278,10 @@ func (d *demo) makeHosts() error {
 	}
 	for _, j := range d.jobs {
 		for r, p := range j.ports {
+			if j.members[r] > 0 { // another worker on the host of rank r-1
+				j.hosts = append(j.hosts, j.hosts[r-1])
+				continue
+			}
 			h, err := d.topo.addHost(fmt.Sprintf("j%dw%d", j.id, r), p, hostMAC(p), fmt.Sprintf("10.0.%d.%d", j.id%256, r+1))
 			if err != nil {
 				return err

@@ -35,7 +35,7 @@ func (d *demo) workerArgv(j *jobSpec, r int, h host, progress time.Duration) []s
 		return []string{"ip", "netns", "exec", h.name, "env",
 			"RANK=" + fmt.Sprint(r), "WORLD_SIZE=" + fmt.Sprint(j.workers), "INAPACK_JOB=" + fmt.Sprint(j.id),
 			"INAPACK_IFACE=eth0", "INAPACK_IP=" + h.ip, "INAPACK_PS_IP=" + psIP, "INAPACK_PS_MAC=" + d.ps.mac,
-			"INAPACK_PRIORITY=" + fmt.Sprint(j.priority), "INAPACK_SLOT_BASE=" + fmt.Sprint(j.slotBase),
+			"INAPACK_PRIORITY=" + fmt.Sprint(j.priority), "INAPACK_MEMBER=" + fmt.Sprint(j.member(r)), "INAPACK_SLOT_BASE=" + fmt.Sprint(j.slotBase),
 			"INAPACK_WINDOW=" + fmt.Sprint(j.window), "INAPACK_PROGRESS_TIMEOUT=" + fmt.Sprint(progress.Seconds()),
 			"INAPACK_INTEGRITY=" + fmt.Sprint(d.integrity), "sh", "-c", cmd}
 	}
@@ -46,7 +46,7 @@ func (d *demo) workerArgv(j *jobSpec, r int, h host, progress time.Duration) []s
 		iters = math.MaxInt32
 	}
 	argv := []string{"ip", "netns", "exec", h.name, filepath.Join(d.bin, "ina-worker"), "-iface", "eth0",
-		"-job", fmt.Sprint(j.id), "-rank", fmt.Sprint(r), "-workers", fmt.Sprint(j.workers),
+		"-job", fmt.Sprint(j.id), "-rank", fmt.Sprint(r), "-member", fmt.Sprint(j.member(r)), "-workers", fmt.Sprint(j.workers),
 		"-priority", fmt.Sprint(j.priority), "-slot-base", fmt.Sprint(j.slotBase), "-window", fmt.Sprint(j.window),
 		"-size", fmt.Sprint(d.size), "-iters", fmt.Sprint(iters), "-compute", d.compute.String(),
 		"-seed", fmt.Sprint(d.seed), "-ip", h.ip, "-ps-ip", psIP, "-ps-mac", d.ps.mac, "-progress-timeout", progress.String(), "-dtype", d.dtype,

@@ -9,6 +9,10 @@
 #define NUM_VALUES   64
 #define MAX_JOBS     1024
 #define MAX_WORKERS  32
+// Workers of one job behind one switch port, told apart by the INA header's member index: the
+// top 4 bits of the flags word.
+#define MAX_MEMBERS  16
+#define INA_MEMBER(ina) ina.flags[15:12]
 #define NUM_EVENTS   22
 
 #define ETHERTYPE_IPV4 0x0800

@@ -33,7 +33,10 @@ header udp_t {
     bit<16> checksum;
 }
 
-// The 16-byte INA header. `type` is a P4 keyword, hence pkt_type.
+// The 16-byte INA header. `type` is a P4 keyword, hence pkt_type. The top 4 bits of `flags` are
+// the member index (INA_MEMBER): a field of their own made bf-p4c's PHV allocation of the flag
+// rewrites unsatisfiable, and as bits of the flags word the worker-flags mask that clears the
+// switch-owned flags also zeroes the member on everything a member's packet leaves as.
 header ina_t {
     bit<4>       version;
     bit<4>       pkt_type;

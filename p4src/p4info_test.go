@@ -99,7 +99,7 @@ func TestP4InfoTables(t *testing.T) {
 		actions []string
 	}{
 		"ipv4_lpm":     {[]key{{"hdr.ipv4.dst_addr", 32, p4configv1.MatchField_LPM}}, []string{"ipv4_forward", "drop"}},
-		"ina_job":      {[]key{{"hdr.ina.job_id", 16, p4configv1.MatchField_EXACT}, {"standard_metadata.ingress_port", 9, p4configv1.MatchField_EXACT}}, []string{"ina_worker", "ina_result", "ina_transit", "NoAction"}},
+		"ina_job":      {[]key{{"hdr.ina.job_id", 16, p4configv1.MatchField_EXACT}, {"standard_metadata.ingress_port", 9, p4configv1.MatchField_EXACT}, {"member", 4, p4configv1.MatchField_EXACT}}, []string{"ina_worker", "ina_result", "ina_transit", "NoAction"}},
 		"ina_ps":       {[]key{{"hdr.ina.job_id", 16, p4configv1.MatchField_EXACT}}, []string{"ina_set_ps", "NoAction"}},
 		"ina_settings": {nil, []string{"ina_set_settings"}},
 	}

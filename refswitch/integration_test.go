@@ -36,6 +36,7 @@ func TestVethAggregation(t *testing.T) {
 	if err := cl.InsertTableEntry(ctx, cl.NewTableEntry(tJob, map[string]client.MatchInterface{
 		"hdr.ina.job_id":                 &client.ExactMatch{Value: u16(7)},
 		"standard_metadata.ingress_port": &client.ExactMatch{Value: u16(3)},
+		"member":                         &client.ExactMatch{Value: []byte{0}},
 	}, cl.NewTableActionDirect(aResult, [][]byte{u16(9)}), nil)); err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ type actionSpec struct {
 
 var tableSpecs = [numTables]tableSpec{
 	tableIPv4LPM:  {"ipv4_lpm", []keySpec{{"dst_addr", 32, p4config.MatchField_LPM}}, []actionKind{actIPv4Forward, actDrop}},
-	tableJob:      {"ina_job", []keySpec{{"job_id", 16, p4config.MatchField_EXACT}, {"ingress_port", 9, p4config.MatchField_EXACT}}, []actionKind{actWorker, actResult, actTransit}},
+	tableJob:      {"ina_job", []keySpec{{"job_id", 16, p4config.MatchField_EXACT}, {"ingress_port", 9, p4config.MatchField_EXACT}, {"member", 4, p4config.MatchField_EXACT}}, []actionKind{actWorker, actResult, actTransit}},
 	tablePS:       {"ina_ps", []keySpec{{"job_id", 16, p4config.MatchField_EXACT}}, []actionKind{actSetPS}},
 	tableSettings: {"ina_settings", nil, []actionKind{actSetSettings}},
 }

@@ -228,6 +228,7 @@ func TestTableWriteRead(t *testing.T) {
 		return map[string]client.MatchInterface{
 			"hdr.ina.job_id":                 &client.ExactMatch{Value: u16(job)},
 			"standard_metadata.ingress_port": &client.ExactMatch{Value: u16(port)},
+			"member":                         &client.ExactMatch{Value: []byte{0}},
 		}
 	}
 	worker := cl.NewTableActionDirect(aWorker, [][]byte{u32(4), {3}, {7}, {1}})
@@ -246,8 +247,12 @@ func TestTableWriteRead(t *testing.T) {
 	if err := cl.InsertTableEntry(ctx, &p4v1.TableEntry{TableId: 33600001, Action: res, Match: []*p4v1.FieldMatch{
 		{FieldId: 1, FieldMatchType: &p4v1.FieldMatch_Exact_{Exact: &p4v1.FieldMatch_Exact{Value: []byte{0, 0, 5}}}},
 		{FieldId: 2, FieldMatchType: &p4v1.FieldMatch_Exact_{Exact: &p4v1.FieldMatch_Exact{Value: []byte{0, 1}}}},
+		{FieldId: 3, FieldMatchType: &p4v1.FieldMatch_Exact_{Exact: &p4v1.FieldMatch_Exact{Value: []byte{0, 3}}}},
 	}}); err != nil {
 		t.Fatal(err)
+	}
+	if e, ok := sw.Job(model.JobKey{Job: 5, Port: 1, Member: 3}); !ok || e.Role != model.RoleResult || e.McastGroup != 9 {
+		t.Fatalf("member 3's entry %+v %v", e, ok)
 	}
 	if err := cl.ModifyTableEntry(ctx, cl.NewTableEntry(tJob, key(5, 2), cl.NewTableActionDirect(aWorker, [][]byte{u32(8), {3}, {7}, {0}}), nil)); err != nil {
 		t.Fatal(err)

@@ -32,6 +32,7 @@ func installJob(t *testing.T, cl *client.Client) {
 		if err := cl.InsertTableEntry(ctx, cl.NewTableEntry(tJob, map[string]client.MatchInterface{
 			"hdr.ina.job_id":                 &client.ExactMatch{Value: u16(7)},
 			"standard_metadata.ingress_port": &client.ExactMatch{Value: u16(port)},
+			"member":                         &client.ExactMatch{Value: []byte{0}},
 		}, cl.NewTableActionDirect(aWorker, [][]byte{u32(1 << i), {2}, {0}, {1}}), nil)); err != nil {
 			t.Fatal(err)
 		}
@@ -66,6 +67,7 @@ func TestMulticastGroups(t *testing.T) {
 	if err := cl.InsertTableEntry(ctx, cl.NewTableEntry(tJob, map[string]client.MatchInterface{
 		"hdr.ina.job_id":                 &client.ExactMatch{Value: u16(7)},
 		"standard_metadata.ingress_port": &client.ExactMatch{Value: u16(3)},
+		"member":                         &client.ExactMatch{Value: []byte{0}},
 	}, cl.NewTableActionDirect(aResult, [][]byte{u16(9)}), nil)); err != nil {
 		t.Fatal(err)
 	}

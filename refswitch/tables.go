@@ -210,7 +210,7 @@ func routeOp(r model.Route) *tableOp {
 }
 
 func (op *tableOp) jobKey() model.JobKey {
-	return model.JobKey{Job: uint16(op.keys[0]), Port: uint16(op.keys[1])}
+	return model.JobKey{Job: uint16(op.keys[0]), Port: uint16(op.keys[1]), Member: uint8(op.keys[2])}
 }
 
 func (op *tableOp) jobEntry() (model.JobEntry, error) {
@@ -227,7 +227,7 @@ func (op *tableOp) jobEntry() (model.JobEntry, error) {
 }
 
 func jobOp(k model.JobKey, e model.JobEntry) *tableOp {
-	op := &tableOp{table: tableJob, keys: []uint64{uint64(k.Job), uint64(k.Port)}}
+	op := &tableOp{table: tableJob, keys: []uint64{uint64(k.Job), uint64(k.Port), uint64(k.Member)}}
 	switch e.Role {
 	case model.RoleWorker:
 		b := uint64(0)

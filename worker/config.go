@@ -18,6 +18,10 @@ type Config struct {
 	Rank     int    // this worker's bit in the bitmap, 0..Workers-1
 	Workers  int    // members of the job, 1..32
 	Priority uint8  // requested priority; the switch clamps it to the job's cap
+	// Member is this worker's index among the job's workers behind its switch port (the INA
+	// header's member field, 0..wire.MaxMembers-1): 0 for a port's only worker. The switch takes
+	// the worker's bit from its entry for (job, port, member) and drops a member it has none for.
+	Member uint8
 
 	// SlotBase and Window fix the slot of each chunk: slot = SlotBase + seq mod Window. Window is
 	// also the most chunks a worker has in flight, so two chunks of this job in flight at once
@@ -61,6 +65,8 @@ func (c *Config) setDefaults() error {
 		return fmt.Errorf("%w: %d workers outside 1..%d", ErrConfig, c.Workers, wire.MaxWorkers)
 	case c.Rank < 0 || c.Rank >= c.Workers:
 		return fmt.Errorf("%w: rank %d outside 0..%d", ErrConfig, c.Rank, c.Workers-1)
+	case c.Member >= wire.MaxMembers:
+		return fmt.Errorf("%w: member %d outside 0..%d", ErrConfig, c.Member, wire.MaxMembers-1)
 	case c.Window < 1:
 		return fmt.Errorf("%w: window %d: a job needs at least one slot", ErrConfig, c.Window)
 	case int(c.SlotBase)+c.Window > wire.NumSlots:

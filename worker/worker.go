@@ -66,7 +66,7 @@ func New(cfg Config, t transport.Transport) (*Worker, error) {
 		Addr:    wire.Addr{SrcMAC: cfg.SrcMAC, DstMAC: cfg.DstMAC, SrcIP: cfg.SrcIP, DstIP: cfg.DstIP},
 		TTL:     64,
 		SrcPort: wire.UDPPort,
-		INA: wire.Header{Version: wire.Version, Type: wire.TypeData, Priority: cfg.Priority,
+		INA: wire.Header{Version: wire.Version, Type: wire.TypeData, Priority: cfg.Priority, Member: cfg.Member,
 			Job: cfg.Job, Bitmap: 1 << uint(cfg.Rank)},
 	}
 	return w, nil

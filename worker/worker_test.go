@@ -153,6 +153,7 @@ func TestConfigErrors(t *testing.T) {
 		func(c *worker.Config) { c.Job = wire.MaxJobs },
 		func(c *worker.Config) { c.Workers = 33 },
 		func(c *worker.Config) { c.Rank = 2 },
+		func(c *worker.Config) { c.Member = wire.MaxMembers },
 		func(c *worker.Config) { c.Window = 0 },
 		func(c *worker.Config) { c.SlotBase = wire.NumSlots - 4 },
 		func(c *worker.Config) { c.DstIP = nil },

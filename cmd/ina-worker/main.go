@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -31,6 +32,7 @@ func main() {
 		iface    = flag.String("iface", "", "interface (AF_PACKET; needs root)")
 		job      = flag.Uint("job", 1, "job id")
 		rank     = flag.Int("rank", 0, "this worker's rank (its bit in the bitmap)")
+		member   = flag.Uint("member", envUint("INAPACK_MEMBER"), "this worker's index among the job's workers behind its switch port, 0..15 (default $INAPACK_MEMBER, else 0)")
 		workers  = flag.Int("workers", 2, "workers in the job")
 		prio     = flag.Uint("priority", 0, "requested priority (the switch clamps it to the job's cap)")
 		slotBase = flag.Uint("slot-base", 0, "first aggregator slot of the job")
@@ -64,6 +66,8 @@ func main() {
 		log.Fatalf("-job %d: want 1..%d", *job, wire.MaxJobs-1)
 	case *prio > 255:
 		log.Fatalf("-priority %d: want 0..255", *prio)
+	case *member >= wire.MaxMembers:
+		log.Fatalf("-member %d: want 0..%d", *member, wire.MaxMembers-1)
 	case *slotBase >= wire.NumSlots:
 		log.Fatalf("-slot-base %d: want 0..%d", *slotBase, wire.NumSlots-1)
 	case *size < 1 || *iters < 1:
@@ -101,10 +105,10 @@ func main() {
 		defer t.Close()
 		ts, tr = append(ts, t), append(tr, t)
 	}
-	cfg := worker.Config{Job: uint16(*job), Rank: *rank, Workers: *workers, Priority: uint8(*prio),
+	cfg := worker.Config{Job: uint16(*job), Rank: *rank, Workers: *workers, Priority: uint8(*prio), Member: uint8(*member),
 		SlotBase: uint16(*slotBase), Window: *window, SrcMAC: ts[0].MAC(), DstMAC: dst,
 		SrcIP: srcIP, DstIP: dstIP, ProgressTimeout: *progress, NoIntegrity: !*checked, Trace: traceLogger(*trace)}
-	var w member
+	var w allReducer
 	if n == 1 {
 		ww, err := worker.New(cfg, ts[0])
 		if err != nil {
@@ -130,8 +134,8 @@ func main() {
 	}
 }
 
-// member is a worker on one thread (worker.Worker) or several (worker.Group).
-type member interface {
+// allReducer is a worker on one thread (worker.Worker) or several (worker.Group).
+type allReducer interface {
 	AllReduceInt32(ctx context.Context, data []int32) error
 	AllReduceFloat32(ctx context.Context, data []float32, scale float64) error
 	Snapshot() worker.StatsSnapshot
@@ -148,7 +152,7 @@ func autoThreads(window, cores int) int {
 }
 
 type loop struct {
-	w             member
+	w             allReducer
 	t             []*transport.Packet
 	job           uint16
 	rank, workers int
@@ -278,4 +282,18 @@ func traceLogger(on bool) *slog.Logger {
 		return nil
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, nil))
+}
+
+// envUint is the unsigned number in environment variable name, 0 when it is unset; a value that
+// is not a number is fatal, so a misspelt INAPACK_MEMBER never runs a worker as member 0.
+func envUint(name string) uint {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return 0
+	}
+	n, err := strconv.ParseUint(v, 10, 8)
+	if err != nil {
+		log.Fatalf("$%s=%q: want a number 0..255", name, v)
+	}
+	return uint(n)
 }

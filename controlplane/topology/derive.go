@@ -8,11 +8,13 @@ import (
 	"sort"
 
 	"github.com/inapack/inapack/controlplane"
+	"github.com/inapack/inapack/p4src/wire"
 )
 
 // Derive builds the controller config for the topology: IPv4 routes to every host on every switch,
 // and for every job, on every switch its traffic crosses, the ina_ps entry (the port towards the PS),
-// the local members with their worker bits (rank in the job's worker list), transit ports, and the
+// the local members with their worker bits (rank in the job's worker list) and member indices (a
+// host listed several times has a worker per listing behind its one port), transit ports, and the
 // result entry with a multicast group (id = job id) towards every port that leads to a worker.
 // endpoints says how to reach each switch.
 func (t *Topology) Derive(endpoints map[string]Endpoint) (*controlplane.Config, error) {
@@ -102,15 +104,14 @@ func (t *Topology) deriveJob(g graph, j Job) (*controlplane.JobConfig, error) {
 		}
 		down[sw][port] = true
 	}
-	seen := map[string]bool{}
+	members := MemberIndices(j.Workers)
 	for rank, w := range j.Workers {
 		if _, ok := t.Hosts[w]; !ok {
 			return nil, fmt.Errorf("worker %q is not a host", w)
 		}
-		if seen[w] {
-			return nil, fmt.Errorf("worker %q listed twice", w)
+		if members[rank] >= wire.MaxMembers {
+			return nil, fmt.Errorf("worker %q listed more than %d times (the member index has 4 bits)", w, wire.MaxMembers)
 		}
-		seen[w] = true
 		if w == j.PS {
 			return nil, fmt.Errorf("host %q is both PS and worker", w)
 		}
@@ -123,7 +124,10 @@ func (t *Topology) deriveJob(g graph, j Job) (*controlplane.JobConfig, error) {
 		}
 		port := portTowards(g, tor, w)
 		p := part(tor)
-		p.Members = append(p.Members, controlplane.Member{Port: port, WorkerBit: rank})
+		p.Members = append(p.Members, controlplane.Member{Port: port, Member: members[rank], WorkerBit: rank})
+		if members[rank] > 0 {
+			continue // the host's first worker added the port and the path above it
+		}
 		addDown(tor, port)
 		// Every switch above the ToR sees the partial arrive from its child: a transit port.
 		child, sw := tor, tr.parent[tor]
@@ -146,6 +150,19 @@ func (t *Topology) deriveJob(g graph, j Job) (*controlplane.JobConfig, error) {
 		jc.Switches = append(jc.Switches, *p)
 	}
 	return jc, nil
+}
+
+// MemberIndices gives each rank of a job's worker list its member index: a host listed k times
+// runs k workers of the job behind one switch port, numbered 0..k-1 in rank order (the INA
+// header's member field, an agent's --member).
+func MemberIndices(workers []string) []int {
+	out := make([]int, len(workers))
+	n := map[string]int{}
+	for i, w := range workers {
+		out[i] = n[w]
+		n[w]++
+	}
+	return out
 }
 
 // portTowards is sw's port on the link to neighbour n.

@@ -97,6 +97,53 @@ func TestTwoRacks(t *testing.T) {
 	}
 }
 
+// A host listed twice runs two workers of the job behind its one ToR port: members 0 and 1 there,
+// each with its rank's bit; the port is in the result group once; the spine still sees one transit
+// port from that rack.
+func TestTwoWorkersPerHost(t *testing.T) {
+	topo, err := Load(filepath.Join("..", "..", "bmv2", "topologies", "two-racks", "topology.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jc, err := topo.DeriveJob(Job{ID: 3, PS: "ps1", Workers: []string{"h1", "h3", "h1", "h3", "h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &controlplane.Config{Jobs: []controlplane.JobConfig{*jc}}
+	for i, sw := range []string{"tor1", "tor2", "spine"} {
+		cfg.Switches = append(cfg.Switches, controlplane.SwitchConfig{Name: sw, Address: "127.0.0.1:1", DeviceID: uint64(i + 1), Target: controlplane.TargetRef})
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("derived config does not validate: %v", err)
+	}
+	tor1 := part(t, cfg, 3, "tor1")
+	want := []controlplane.Member{{Port: 1, WorkerBit: 0}, {Port: 1, Member: 1, WorkerBit: 2}, {Port: 2, WorkerBit: 4}}
+	if !reflect.DeepEqual(tor1.Members, want) || tor1.LocalFanIn() != 3 {
+		t.Errorf("tor1 members = %+v, want %+v", tor1.Members, want)
+	}
+	if !reflect.DeepEqual(tor1.Result.Ports, []int{1, 2}) {
+		t.Errorf("tor1 result = %+v", tor1.Result)
+	}
+	tor2 := part(t, cfg, 3, "tor2")
+	want = []controlplane.Member{{Port: 1, WorkerBit: 1}, {Port: 1, Member: 1, WorkerBit: 3}}
+	if !reflect.DeepEqual(tor2.Members, want) || !reflect.DeepEqual(tor2.Result.Ports, []int{1, 4}) {
+		t.Errorf("tor2 = %+v", tor2)
+	}
+	if spine := part(t, cfg, 3, "spine"); !reflect.DeepEqual(spine.TransitPorts, []int{1}) {
+		t.Errorf("spine transit = %v", spine.TransitPorts)
+	}
+	if got := MemberIndices([]string{"a", "b", "a", "a"}); !reflect.DeepEqual(got, []int{0, 0, 1, 2}) {
+		t.Errorf("MemberIndices = %v", got)
+	}
+	many := make([]string, 17)
+	for i := range many {
+		many[i] = "h1"
+	}
+	if _, err := topo.DeriveJob(Job{ID: 4, PS: "ps1", Workers: many}); err == nil || !strings.Contains(err.Error(), "more than 16") {
+		t.Errorf("17 workers on one host: %v", err)
+	}
+}
+
 func TestTwoJobs(t *testing.T) {
 	cfg := derive(t, "two-jobs")
 	if *cfg.Job(1).PriorityCap >= *cfg.Job(2).PriorityCap {

@@ -38,6 +38,9 @@ const (
 	// RankAnnotation is a worker's rank (its bit in the switch's worker bitmap): remote workers in
 	// node order first, the worker on the PS's node (if any) last, as the scheduler service ranks.
 	RankAnnotation = "inapack.io/rank"
+	// MemberAnnotation is a worker's index among the gang's workers on its node, 0..k-1 (the INA
+	// header's member: the switch tells the workers behind one port apart by it); absent is 0.
+	MemberAnnotation = "inapack.io/member"
 	// WorldSizeAnnotation is the gang's number of workers.
 	WorldSizeAnnotation = "inapack.io/world-size"
 	// PSNodeAnnotation is the node of the gang's PS.

@@ -10,11 +10,13 @@ import (
 // the Python package read (RANK, WORLD_SIZE, INAPACK_*) taken from its pod's annotation through
 // the downward API. The kubelet resolves it when the container starts, which is after the bind,
 // and the plugin binds only once the operator has written the wiring: a container's command can
-// use them as $(INAPACK_JOB) and so on. INAPACK_LOCAL_IFACE is empty on a pod with no local peer.
+// use them as $(INAPACK_JOB) and so on. INAPACK_LOCAL_IFACE is empty on a pod with no local peer,
+// INAPACK_MEMBER on a pod the plugin gave no member (the agents read empty as 0).
 func Env() []v1.EnvVar {
 	var out []v1.EnvVar
 	for _, e := range []struct{ name, annotation string }{
 		{"RANK", gang.RankAnnotation},
+		{"INAPACK_MEMBER", gang.MemberAnnotation},
 		{"WORLD_SIZE", gang.WorldSizeAnnotation},
 		{"INAPACK_JOB", gang.SwitchJobAnnotation},
 		{"INAPACK_SLOT_BASE", gang.SlotBaseAnnotation},

@@ -13,6 +13,7 @@ import (
 	cp "github.com/inapack/inapack/controlplane"
 	"github.com/inapack/inapack/controlplane/topology"
 	"github.com/inapack/inapack/kube/gang"
+	"github.com/inapack/inapack/p4src/wire"
 	"github.com/inapack/inapack/scheduler"
 )
 
@@ -33,6 +34,7 @@ type plan struct {
 	id        string
 	ps        *v1.Pod
 	workers   []*v1.Pod // by rank
+	members   []int     // by rank: the worker's member index behind its node's switch port
 	local     *v1.Pod   // the worker on the PS's node, if any
 	ina       bool
 	priority  uint8
@@ -92,6 +94,11 @@ func readPlan(id string, pods []*v1.Pod) (*plan, error) {
 	for r := range pl.worldSize {
 		w := byRank[r]
 		pl.workers = append(pl.workers, w)
+		m, err := member(w)
+		if err != nil {
+			return nil, err
+		}
+		pl.members = append(pl.members, m)
 		if w.Annotations[gang.LocalAnnotation] == "true" {
 			if w.Annotations[gang.NodeAnnotation] != pl.ps.Annotations[gang.NodeAnnotation] {
 				return nil, fmt.Errorf("pod %s is marked local but is not on the PS's node", w.Name)
@@ -103,7 +110,30 @@ func readPlan(id string, pods []*v1.Pod) (*plan, error) {
 			pl.local = w
 		}
 	}
+	// Workers sharing a node share its switch port: the switch tells them apart by member only.
+	seen := map[[2]string]*v1.Pod{}
+	for r, w := range pl.remote() {
+		k := [2]string{node(w), strconv.Itoa(pl.members[r])}
+		if q := seen[k]; q != nil {
+			return nil, fmt.Errorf("pods %s and %s are both member %d on node %s (%s must number a node's workers 0..k-1)",
+				q.Name, w.Name, pl.members[r], k[0], gang.MemberAnnotation)
+		}
+		seen[k] = w
+	}
 	return pl, nil
+}
+
+// member is a worker's member index (gang.MemberAnnotation; absent: 0).
+func member(w *v1.Pod) (int, error) {
+	s, ok := w.Annotations[gang.MemberAnnotation]
+	if !ok {
+		return 0, nil
+	}
+	m, err := strconv.Atoi(s)
+	if err != nil || m < 0 || m >= wire.MaxMembers {
+		return 0, fmt.Errorf("pod %s: %s=%q: want 0..%d", w.Name, gang.MemberAnnotation, s, wire.MaxMembers-1)
+	}
+	return m, nil
 }
 
 func btoi(b bool) int {
@@ -176,7 +206,7 @@ func (pl *plan) priorityCap() int { return scheduler.PriorityCap(0, pl.priority)
 
 // jobConfig is the plan's entries for the switch controller, derived from the topology as the
 // scheduler service derives its jobs' (workers in rank order, so a worker's bit is its rank; the
-// worker on the PS's node is no member).
+// worker on the PS's node is no member), each worker's switch entry keyed by its pod's member.
 func (pl *plan) jobConfig(t *topology.Topology, a allocation) (cp.JobConfig, error) {
 	prio, ina := pl.priorityCap(), pl.ina
 	tj := topology.Job{ID: a.SwitchJob, PS: node(pl.ps), PriorityCap: &prio, INA: &ina}
@@ -186,6 +216,12 @@ func (pl *plan) jobConfig(t *topology.Topology, a allocation) (cp.JobConfig, err
 	jc, err := t.DeriveJob(tj)
 	if err != nil {
 		return cp.JobConfig{}, err
+	}
+	for i := range jc.Switches {
+		for k := range jc.Switches[i].Members {
+			m := &jc.Switches[i].Members[k]
+			m.Member = pl.members[m.WorkerBit] // the worker bit is the rank
+		}
 	}
 	return *jc, nil
 }

@@ -11,7 +11,7 @@ import (
 // switch relies on it for its hot path.
 func TestProcessAppendAllocatesNothing(t *testing.T) {
 	s := setup2(t)
-	must(t, s.SetJob(JobKey{1, 7}, JobEntry{Role: RoleResult, McastGroup: 1}))
+	must(t, s.SetJob(JobKey{1, 7, 0}, JobEntry{Role: RoleResult, McastGroup: 1}))
 	must(t, s.SetMcastGroup(1, []uint16{1, 2}))
 	must(t, s.SetRoute(Route{Prefix: netip.MustParsePrefix("10.0.0.0/8"), Port: 3}))
 	buf := make([]byte, 2048)

@@ -14,9 +14,9 @@ func benchSwitch(b *testing.B, fanIn uint8) *Switch {
 	must(b, s.SetPS(1, PSEntry{Port: 50, MAC: psMAC, IP: psIP}))
 	must(b, s.SetPS(2, PSEntry{Port: 51, MAC: psMAC, IP: psIP}))
 	for p := uint16(0); p < 32; p++ {
-		must(b, s.SetJob(JobKey{1, p}, JobEntry{Role: RoleWorker, WorkerBit: 1 << p, FanIn: fanIn, PriorityCap: 7, INAEnabled: true}))
+		must(b, s.SetJob(JobKey{1, p, 0}, JobEntry{Role: RoleWorker, WorkerBit: 1 << p, FanIn: fanIn, PriorityCap: 7, INAEnabled: true}))
 	}
-	must(b, s.SetJob(JobKey{2, 40}, JobEntry{Role: RoleWorker, WorkerBit: 1, FanIn: 2, PriorityCap: 7, INAEnabled: true}))
+	must(b, s.SetJob(JobKey{2, 40, 0}, JobEntry{Role: RoleWorker, WorkerBit: 1, FanIn: 2, PriorityCap: 7, INAEnabled: true}))
 	return s
 }
 

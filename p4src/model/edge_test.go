@@ -11,7 +11,7 @@ import (
 func TestEvictWithoutPS(t *testing.T) {
 	s := setup2(t)
 	must(t, s.SetPS(2, PSEntry{Port: 6}))
-	must(t, s.SetJob(JobKey{2, 3}, JobEntry{Role: RoleWorker, WorkerBit: 1, FanIn: 2, PriorityCap: 7, INAEnabled: true}))
+	must(t, s.SetJob(JobKey{2, 3, 0}, JobEntry{Role: RoleWorker, WorkerBit: 1, FanIn: 2, PriorityCap: 7, INAEnabled: true}))
 	s.Process(1, frame(1, 0, 1, 1)) // job 1 claims slot 0 at priority 0
 	s.DeletePS(1)
 	f := frame(2, 0, 1, 2)
@@ -35,9 +35,9 @@ func TestEvictWithoutPS(t *testing.T) {
 // what they do, and the conformance vectors install them.
 func TestTableAcceptsWhatP4Accepts(t *testing.T) {
 	s := New()
-	must(t, s.SetJob(JobKey{1, 1}, JobEntry{Role: RoleWorker, WorkerBit: 1, FanIn: 0}))
-	must(t, s.SetJob(JobKey{1, 2}, JobEntry{Role: RoleWorker, WorkerBit: 2, FanIn: 255}))
-	must(t, s.SetJob(JobKey{1, 7}, JobEntry{Role: RoleResult, McastGroup: 0}))
+	must(t, s.SetJob(JobKey{1, 1, 0}, JobEntry{Role: RoleWorker, WorkerBit: 1, FanIn: 0}))
+	must(t, s.SetJob(JobKey{1, 2, 0}, JobEntry{Role: RoleWorker, WorkerBit: 2, FanIn: 255}))
+	must(t, s.SetJob(JobKey{1, 7, 0}, JobEntry{Role: RoleResult, McastGroup: 0}))
 }
 
 // A result whose group has no replicas is counted and emits nothing; in ATP mode a result for an
@@ -45,7 +45,7 @@ func TestTableAcceptsWhatP4Accepts(t *testing.T) {
 func TestResultEdges(t *testing.T) {
 	s := setup2(t)
 	s.SetSettings(Settings{Preempt: true, ReleaseOnResult: true, ECNThreshold: wire.MaxECNThreshold, ActiveSlots: 2})
-	must(t, s.SetJob(JobKey{1, 7}, JobEntry{Role: RoleResult, McastGroup: 9}))
+	must(t, s.SetJob(JobKey{1, 7, 0}, JobEntry{Role: RoleResult, McastGroup: 9}))
 	s.Process(1, frame(1, 1, 4, 1))
 	r := frame(1, 1+wire.NumSlots, 4, 0)
 	r[offINA] = wire.Version<<4 | uint8(wire.TypeResult)

@@ -44,6 +44,7 @@ func be32(b []byte) uint32        { return binary.BigEndian.Uint32(b) }
 // inaHeader is the part of the INA header the ingress reads.
 type inaHeader struct {
 	version, typ, prio uint8
+	member             uint8
 	flags              wire.Flags
 	job, slot          uint16
 	seq                uint32
@@ -54,14 +55,16 @@ func readINA(f []byte) inaHeader {
 		version: f[offINA] >> 4,
 		typ:     f[offINA] & 0x0f,
 		prio:    f[offPrio],
-		flags:   wire.Flags(be16(f[offFlags:])),
+		member:  f[offFlags] >> 4,
+		flags:   wire.Flags(be16(f[offFlags:])) & wire.FlagsMask,
 		job:     be16(f[offJob:]),
 		slot:    be16(f[offSlot:]),
 		seq:     be32(f[offSeq:]),
 	}
 }
 
-// setINA overwrites the header fields an emitted data packet carries (version and type stay).
+// setINA overwrites the header fields an emitted data packet carries (version and type stay); the
+// member index becomes 0, as it names a worker behind the ingress port only.
 func setINA(f []byte, prio uint8, flags wire.Flags, job uint16, seq, bitmap uint32) {
 	f[offPrio] = prio
 	binary.BigEndian.PutUint16(f[offFlags:], uint16(flags))

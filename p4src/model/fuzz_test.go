@@ -31,10 +31,10 @@ func FuzzPackets(f *testing.F) {
 		must(t, s.SetPS(2, PSEntry{Port: 8, MAC: psMAC, IP: psIP}))
 		for i, p := range ports[:4] {
 			job := uint16(1 + i/2)
-			must(t, s.SetJob(JobKey{job, p}, JobEntry{Role: RoleWorker, WorkerBit: 1 << (i % 2), FanIn: 2,
+			must(t, s.SetJob(JobKey{job, p, 0}, JobEntry{Role: RoleWorker, WorkerBit: 1 << (i % 2), FanIn: 2,
 				PriorityCap: uint8(5 * job), INAEnabled: true}))
 		}
-		must(t, s.SetJob(JobKey{1, 7}, JobEntry{Role: RoleResult, McastGroup: 1}))
+		must(t, s.SetJob(JobKey{1, 7, 0}, JobEntry{Role: RoleResult, McastGroup: 1}))
 		must(t, s.SetMcastGroup(1, []uint16{1, 2}))
 		base := frame(1, 0, 0, 1<<30) // large values, so sums saturate
 		for ; len(in) >= 9; in = in[9:] {

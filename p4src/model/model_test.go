@@ -18,8 +18,8 @@ var (
 func setup2(t testing.TB) *Switch {
 	s := New()
 	must(t, s.SetPS(1, PSEntry{Port: 7, MAC: psMAC, IP: psIP}))
-	must(t, s.SetJob(JobKey{1, 1}, JobEntry{Role: RoleWorker, WorkerBit: 1, FanIn: 2, PriorityCap: 7, INAEnabled: true}))
-	must(t, s.SetJob(JobKey{1, 2}, JobEntry{Role: RoleWorker, WorkerBit: 2, FanIn: 2, PriorityCap: 7, INAEnabled: true}))
+	must(t, s.SetJob(JobKey{1, 1, 0}, JobEntry{Role: RoleWorker, WorkerBit: 1, FanIn: 2, PriorityCap: 7, INAEnabled: true}))
+	must(t, s.SetJob(JobKey{1, 2, 0}, JobEntry{Role: RoleWorker, WorkerBit: 2, FanIn: 2, PriorityCap: 7, INAEnabled: true}))
 	return s
 }
 
@@ -46,12 +46,12 @@ func TestTableValidation(t *testing.T) {
 		name string
 		err  error
 	}{
-		{"job 0", s.SetJob(JobKey{0, 1}, w)},
-		{"job MaxJobs", s.SetJob(JobKey{wire.MaxJobs, 1}, w)},
-		{"port 512", s.SetJob(JobKey{1, 512}, w)},
-		{"two worker bits", s.SetJob(JobKey{1, 1}, JobEntry{Role: RoleWorker, WorkerBit: 3, FanIn: 2})},
-		{"no worker bit", s.SetJob(JobKey{1, 1}, JobEntry{Role: RoleWorker, FanIn: 2})},
-		{"unknown role", s.SetJob(JobKey{1, 7}, JobEntry{Role: 9})},
+		{"job 0", s.SetJob(JobKey{0, 1, 0}, w)},
+		{"job MaxJobs", s.SetJob(JobKey{wire.MaxJobs, 1, 0}, w)},
+		{"port 512", s.SetJob(JobKey{1, 512, 0}, w)},
+		{"two worker bits", s.SetJob(JobKey{1, 1, 0}, JobEntry{Role: RoleWorker, WorkerBit: 3, FanIn: 2})},
+		{"no worker bit", s.SetJob(JobKey{1, 1, 0}, JobEntry{Role: RoleWorker, FanIn: 2})},
+		{"unknown role", s.SetJob(JobKey{1, 7, 0}, JobEntry{Role: 9})},
 		{"ps job 0", s.SetPS(0, PSEntry{Port: 1})},
 		{"ps port 600", s.SetPS(1, PSEntry{Port: 600})},
 		{"route v6", s.SetRoute(Route{Prefix: netip.MustParsePrefix("::/0"), Port: 1})},
@@ -81,10 +81,10 @@ func TestTableValidation(t *testing.T) {
 
 func TestTablesReadBack(t *testing.T) {
 	s := setup2(t)
-	if e, ok := s.Job(JobKey{1, 2}); !ok || e.WorkerBit != 2 {
+	if e, ok := s.Job(JobKey{1, 2, 0}); !ok || e.WorkerBit != 2 {
 		t.Errorf("Job: %+v %v", e, ok)
 	}
-	if !s.DeleteJob(JobKey{1, 2}) || s.DeleteJob(JobKey{1, 2}) {
+	if !s.DeleteJob(JobKey{1, 2, 0}) || s.DeleteJob(JobKey{1, 2, 0}) {
 		t.Error("DeleteJob")
 	}
 	if p, ok := s.PS(1); !ok || p.Port != 7 {
@@ -126,7 +126,7 @@ func TestSettingsClamped(t *testing.T) {
 		t.Errorf("settings %+v", st)
 	}
 	must(t, s.SetPS(1, PSEntry{Port: 7}))
-	must(t, s.SetJob(JobKey{1, 1}, JobEntry{Role: RoleWorker, WorkerBit: 1, FanIn: 2, INAEnabled: true}))
+	must(t, s.SetJob(JobKey{1, 1, 0}, JobEntry{Role: RoleWorker, WorkerBit: 1, FanIn: 2, INAEnabled: true}))
 	s.Process(1, frame(1, wire.NumSlots-1, 1, 1))
 	s.Process(1, frame(1, wire.NumSlots, 1, 1))
 	if ev := s.JobEvents(1); ev[wire.EventClaimed].Packets != 1 || ev[wire.EventDropSlotRange].Packets != 1 {
@@ -266,7 +266,7 @@ func FuzzProcess(f *testing.F) {
 	f.Add(uint16(7), frame(1, 0, 1, 1)[:50])
 	f.Fuzz(func(t *testing.T, port uint16, data []byte) {
 		s := setup2(t)
-		must(t, s.SetJob(JobKey{1, 7}, JobEntry{Role: RoleResult, McastGroup: 1}))
+		must(t, s.SetJob(JobKey{1, 7, 0}, JobEntry{Role: RoleResult, McastGroup: 1}))
 		must(t, s.SetMcastGroup(1, []uint16{1, 2}))
 		must(t, s.SetRoute(Route{Prefix: netip.MustParsePrefix("0.0.0.0/0"), Port: 3}))
 		in := append([]byte{}, data...)

@@ -114,7 +114,7 @@ func (s *Switch) ina(inPort uint16, f []byte) ([]Output, kind) {
 		return nil, kindData
 	}
 	job := int(h.job)
-	e, ok := s.jobs[JobKey{Job: h.job, Port: inPort}]
+	e, ok := s.jobs[JobKey{Job: h.job, Port: inPort, Member: h.member}]
 	switch {
 	case ok && h.typ == uint8(wire.TypeResult) && e.Role == RoleResult:
 		return s.result(inPort, &h, &e, f), kindResult

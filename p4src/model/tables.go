@@ -37,10 +37,12 @@ func (r Role) String() string {
 	return fmt.Sprintf("role(%d)", uint8(r))
 }
 
-// JobKey is the key of the ina_job table.
+// JobKey is the key of the ina_job table: a job's sender is its ingress port and, for several
+// workers of the job behind one port, the member index its packets carry (0 otherwise).
 type JobKey struct {
-	Job  uint16
-	Port uint16
+	Job    uint16
+	Port   uint16
+	Member uint8
 }
 
 // JobEntry is the action data of an ina_job entry. Only the fields of its Role are used.
@@ -103,8 +105,11 @@ func (s *Switch) SetJob(k JobKey, e JobEntry) error {
 	if err := checkPort(k.Port); err != nil {
 		return err
 	}
+	if k.Member >= wire.MaxMembers {
+		return fmt.Errorf("%w: member %d > %d", ErrInvalid, k.Member, wire.MaxMembers-1)
+	}
 	if err := e.validate(); err != nil {
-		return fmt.Errorf("job %d port %d: %w", k.Job, k.Port, err)
+		return fmt.Errorf("job %d port %d member %d: %w", k.Job, k.Port, k.Member, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -11,6 +11,7 @@ const (
 	NumSlots   = 1024  // NUM_SLOTS: aggregator slots in the switch
 	MaxJobs    = 1024  // MAX_JOBS: job ids are 1..MaxJobs-1
 	MaxWorkers = 32    // bits in the worker bitmap
+	MaxMembers = 16    // MAX_MEMBERS: workers of one job behind one switch port (the member field's 4 bits)
 
 	// MaxECNThreshold is the largest ina_settings ecn_threshold (bit<19>) and its initial default:
 	// no queue is that deep, so it never marks.
@@ -43,8 +44,12 @@ func (t Type) String() string {
 	return "type(" + strconv.Itoa(int(t)) + ")"
 }
 
-// Flags is the INA header's flag field.
+// Flags is the INA header's flag field: the low 12 bits of the header's third 16-bit word, whose
+// top 4 bits are the member index (Header.Member).
 type Flags uint16
+
+// FlagsMask is the part of that word Flags occupies.
+const FlagsMask Flags = 0x0FFF
 
 const (
 	FlagResend    Flags = 0x0001 // worker retransmission after a timeout

@@ -13,8 +13,8 @@ import (
 //	 0                   1                   2                   3
 //	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
 //	+-------+-------+---------------+-------------------------------+
-//	|Version| Type  |   Priority    |             Flags             |
-//	+-------+-------+---------------+-------------------------------+
+//	|Version| Type  |   Priority    |Member |         Flags         |
+//	+-------+-------+---------------+-------+-----------------------+
 //	|            Job ID             |          Slot index           |
 //	+-------------------------------+-------------------------------+
 //	|                        Sequence number                        |
@@ -27,7 +27,8 @@ type Header struct {
 	Version  uint8 // 4 bits
 	Type     Type  // 4 bits
 	Priority uint8
-	Flags    Flags
+	Member   uint8 // 4 bits: the sender's index behind its switch port (0 for a port's only worker)
+	Flags    Flags // 12 bits
 	Job      uint16
 	Slot     uint16
 	Seq      uint32
@@ -62,7 +63,7 @@ func (h *Header) MarshalTo(b []byte) error {
 func (h *Header) marshalFields(b []byte) {
 	b[0] = h.Version<<4 | uint8(h.Type)&0x0f
 	b[1] = h.Priority
-	binary.BigEndian.PutUint16(b[2:], uint16(h.Flags))
+	binary.BigEndian.PutUint16(b[2:], uint16(h.Member&0x0f)<<12|uint16(h.Flags&FlagsMask))
 	binary.BigEndian.PutUint16(b[4:], h.Job)
 	binary.BigEndian.PutUint16(b[6:], h.Slot)
 	binary.BigEndian.PutUint32(b[8:], h.Seq)
@@ -88,7 +89,9 @@ func (h *Header) unmarshalFields(b []byte) error {
 	h.Version = b[0] >> 4
 	h.Type = Type(b[0] & 0x0f)
 	h.Priority = b[1]
-	h.Flags = Flags(binary.BigEndian.Uint16(b[2:]))
+	w := binary.BigEndian.Uint16(b[2:])
+	h.Member = uint8(w >> 12)
+	h.Flags = Flags(w) & FlagsMask
 	h.Job = binary.BigEndian.Uint16(b[4:])
 	h.Slot = binary.BigEndian.Uint16(b[6:])
 	h.Seq = binary.BigEndian.Uint32(b[8:])

@@ -264,3 +264,30 @@ func BenchmarkIPv4Checksum(b *testing.B) {
 	})
 	_ = sink
 }
+
+// The member index is the top 4 bits of the header's third 16-bit word, the flags its low 12: a
+// frame of an agent that predates the field (those bits 0) decodes as member 0.
+func TestMemberShareTheFlagsWord(t *testing.T) {
+	h := Header{Version: Version, Type: TypeData, Member: 5, Flags: FlagResend | FlagECN | FlagFloat, Job: 1}
+	b := make([]byte, PayloadLen)
+	if err := h.MarshalTo(b); err != nil {
+		t.Fatal(err)
+	}
+	if b[2] != 0x51 || b[3] != 0x41 {
+		t.Fatalf("word %#02x%02x, want 0x5141", b[2], b[3])
+	}
+	var g Header
+	if err := g.Unmarshal(b); err != nil || g.Member != 5 || g.Flags != h.Flags {
+		t.Fatalf("decoded member %d flags %v (%v)", g.Member, g.Flags, err)
+	}
+	b[2] &= 0x0f
+	if err := g.Unmarshal(b); err != nil || g.Member != 0 || g.Flags != h.Flags {
+		t.Fatalf("member bits 0: decoded member %d flags %v (%v)", g.Member, g.Flags, err)
+	}
+	h.Flags |= 0xF000 // flags cannot spill into the member
+	h.Member = 2
+	_ = h.MarshalTo(b)
+	if b[2]>>4 != 2 {
+		t.Fatalf("member %d, want 2", b[2]>>4)
+	}
+}

@@ -132,7 +132,7 @@ func (p PSSpec) Model() (model.PSEntry, error) {
 
 // Model converts a job entry to the model's form.
 func (j JobSpec) Model() (model.JobKey, model.JobEntry, error) {
-	k := model.JobKey{Job: j.Job, Port: j.Port}
+	k := model.JobKey{Job: j.Job, Port: j.Port, Member: j.Member}
 	r, err := ParseRole(j.Role)
 	if err != nil {
 		return k, model.JobEntry{}, err

@@ -74,6 +74,7 @@ type INASpec struct {
 	Version  *uint8          `json:"version"`
 	Type     json.RawMessage `json:"type"`
 	Priority *uint8          `json:"priority"`
+	Member   *uint8          `json:"member"`
 	Flags    json.RawMessage `json:"flags"`
 	Job      *uint16         `json:"job"`
 	Slot     *uint16         `json:"slot"`
@@ -276,8 +277,11 @@ func (p *Packet) buildINA() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if or(s.Member, 0) >= wire.MaxMembers {
+		return nil, fmt.Errorf("ina: member %d does not fit 4 bits", or(s.Member, 0))
+	}
 	h := wire.Header{
-		Version: or(s.Version, wire.Version), Type: typ, Priority: or(s.Priority, 0), Flags: flags,
+		Version: or(s.Version, wire.Version), Type: typ, Priority: or(s.Priority, 0), Member: or(s.Member, 0), Flags: flags,
 		Job: or(s.Job, 1), Slot: or(s.Slot, 0), Seq: or(s.Seq, 0), Bitmap: or(s.Bitmap, 0),
 	}
 	if len(s.Values) > wire.NumValues {
@@ -347,6 +351,9 @@ func parseFlags(raw json.RawMessage) (wire.Flags, error) {
 	var n uint16
 	if err := json.Unmarshal(raw, &n); err != nil {
 		return 0, fmt.Errorf("ina: flags %s are neither names nor a number", raw)
+	}
+	if wire.Flags(n)&^wire.FlagsMask != 0 {
+		return 0, fmt.Errorf("ina: flags %#x above 12 bits: the word's top 4 bits are the member field", n)
 	}
 	return wire.Flags(n), nil
 }

@@ -61,7 +61,8 @@ type PSSpec struct {
 type JobSpec struct {
 	Job         uint16 `json:"job"`
 	Port        uint16 `json:"port"`
-	Role        string `json:"role"` // worker, result, transit
+	Member      uint8  `json:"member"` // the INA header's member index behind Port (0..15)
+	Role        string `json:"role"`   // worker, result, transit
 	WorkerBit   uint8  `json:"worker_bit"`
 	FanIn       uint8  `json:"fan_in"`
 	PriorityCap uint8  `json:"priority_cap"`

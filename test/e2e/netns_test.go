@@ -139,3 +139,33 @@ func TestNetnsBMv2(t *testing.T) {
 		t.Error("BMv2 aggregated nothing")
 	}
 }
+
+// Two workers of a job per emulated host (ina-demo -per-host 2: members 0 and 1 behind the host's
+// one switch port; job 1's four workers on two hosts, job 2's two on one), through the reference
+// switch and,
+// where installed, BMv2: every all-reduce exact (ina-demo checks every value) and the switch
+// aggregated. A switch that told the two apart by port alone never completes job 1's chunks.
+func TestNetnsTwoWorkersPerHost(t *testing.T) {
+	for _, target := range []string{"ref", "bmv2"} {
+		t.Run(target, func(t *testing.T) {
+			args := []string{"-switch", target, "-per-host", "2", "-job", "1:4:1", "-job", "2:2:5", "-active-slots", "16",
+				"-window", "8", "-size", "2048", "-iters", "4"}
+			if target == "bmv2" {
+				if _, err := exec.LookPath("simple_switch_grpc"); err != nil {
+					t.Skip("SKIP: simple_switch_grpc not on PATH")
+				}
+				if _, err := os.Stat(filepath.Join("..", "..", "build", "ina.json")); err != nil {
+					t.Skip("SKIP: no compiled P4 program (build/ina.json; run make p4)")
+				}
+				args = append(args, "-bmv2-json", "build/ina.json")
+			}
+			out := demoRun(t, args...)
+			if n := len(regexp.MustCompile(`(?m)^demo-job: .*status=ok`).FindAllString(out, -1)); n != 2 {
+				t.Errorf("%d jobs ok, want 2", n)
+			}
+			if summed(out, "switch_completed") == 0 {
+				t.Error("the switch aggregated nothing")
+			}
+		})
+	}
+}

@@ -34,7 +34,10 @@ TYPES = {TYPE_DATA: "data", TYPE_RESULT: "result"}
 
 # Flag names in bit order (bit 0 = 0x0001), as vectors spell them.
 FLAG_NAMES = ["resend", "collision", "preempted", "flushed", "bypass", "overflow", "ecn",
-              "stale", "float"]
+              "stale", "float", "corrupt"]
+# The flags are the low 12 bits of their 16-bit word; the top 4 are the member index.
+FLAGS_BITS = 12
+MAX_MEMBERS = 16
 FLAGS = {name: 1 << i for i, name in enumerate(FLAG_NAMES)}
 
 
@@ -43,6 +46,8 @@ def flags_value(flags):
     if flags is None:
         return 0
     if isinstance(flags, int):
+        if flags >> FLAGS_BITS:
+            raise ValueError("INA flags %#x above 12 bits: the top 4 bits are the member field" % flags)
         return flags
     value = 0
     for name in flags:
@@ -72,7 +77,8 @@ class INA(Packet):
         BitField("version", INA_VERSION, 4),
         BitEnumField("type", TYPE_DATA, 4, TYPES),
         ByteField("priority", 0),
-        FlagsField("flags", 0, 16, FLAG_NAMES),
+        BitField("member", 0, 4),
+        FlagsField("flags", 0, FLAGS_BITS, FLAG_NAMES),
         ShortField("job", 1),
         ShortField("slot", 0),
         IntField("seq", 0),
@@ -87,7 +93,7 @@ class INA(Packet):
         return pkt + pay
 
     def mysummary(self):
-        return self.sprintf("INA %type% job=%job% slot=%slot% seq=%seq% bitmap=%bitmap% flags=%flags%")
+        return self.sprintf("INA %type% member=%member% job=%job% slot=%slot% seq=%seq% bitmap=%bitmap% flags=%flags%")
 
 
 bind_layers(UDP, INA, dport=INA_UDP_PORT)

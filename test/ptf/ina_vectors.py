@@ -87,9 +87,9 @@ class VectorTest(P4RuntimeTest):
         for p in setup.get("ps", []):
             self.insert_table_entry("ina_ps", {"hdr.ina.job_id": p["job"]}, "ina_set_ps",
                                     {"port": p["port"], "mac": mac(p["mac"]), "ip": ip(p["ip"])})
-        port_key = [mf.name for mf in self._get("tables", "ina_job").match_fields][1]
+        job_keys = [mf.name for mf in self._get("tables", "ina_job").match_fields]
         for j in setup.get("jobs", []):
-            match = {"hdr.ina.job_id": j["job"], port_key: j["port"]}
+            match = {"hdr.ina.job_id": j["job"], job_keys[1]: j["port"], job_keys[2]: j.get("member", 0)}
             role = j["role"]
             if role == "worker":
                 self.insert_table_entry("ina_job", match, "ina_worker", {

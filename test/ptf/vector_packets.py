@@ -31,7 +31,8 @@ def _ina(fields):
     if len(values) != NUM_VALUES:
         raise ValueError("more than %d values" % NUM_VALUES)
     return INA(version=fields.get("version", 1), type=type_value(fields.get("type")),
-               priority=fields.get("priority", 0), flags=flags_value(fields.get("flags")),
+               priority=fields.get("priority", 0), member=fields.get("member", 0),
+               flags=flags_value(fields.get("flags")),
                job=fields.get("job", 1), slot=fields.get("slot", 0), seq=fields.get("seq", 0),
                bitmap=fields.get("bitmap", 0), values=values)
 

@@ -22,6 +22,7 @@ type config struct {
 	Rank     int    `json:"rank"`
 	Workers  int    `json:"world_size"`
 	Priority int    `json:"priority"`
+	Member   int    `json:"member"` // index among the job's workers behind this host's switch port
 	SlotBase int    `json:"slot_base"`
 	Window   int    `json:"window"`
 	Iface    string `json:"iface"`  // AF_PACKET interface (needs CAP_NET_RAW)
@@ -48,14 +49,15 @@ func decodeConfig(s string, c *config) error {
 // open makes the transport and the worker.
 func (c *config) open() (*worker.Worker, transport.Transport, error) {
 	switch {
-	case c.Job < 1 || c.Job > 0xffff || c.Priority < 0 || c.Priority > 255 || c.SlotBase < 0 || c.SlotBase > 0xffff:
-		return nil, nil, fmt.Errorf("%w: job %d, priority %d, slot_base %d out of range", errConfig, c.Job, c.Priority, c.SlotBase)
+	case c.Job < 1 || c.Job > 0xffff || c.Priority < 0 || c.Priority > 255 || c.SlotBase < 0 || c.SlotBase > 0xffff ||
+		c.Member < 0 || c.Member > 255:
+		return nil, nil, fmt.Errorf("%w: job %d, priority %d, slot_base %d, member %d out of range", errConfig, c.Job, c.Priority, c.SlotBase, c.Member)
 	case (c.Iface == "") == (c.Fabric == 0):
 		return nil, nil, fmt.Errorf("%w: give exactly one of iface (an interface) or fabric (an in-process PS)", errConfig)
 	case c.ProgressTimeout < 0:
 		return nil, nil, fmt.Errorf("%w: progress_timeout %v is negative", errConfig, c.ProgressTimeout)
 	}
-	wc := worker.Config{Job: uint16(c.Job), Rank: c.Rank, Workers: c.Workers, Priority: uint8(c.Priority),
+	wc := worker.Config{Job: uint16(c.Job), Rank: c.Rank, Workers: c.Workers, Priority: uint8(c.Priority), Member: uint8(c.Member),
 		SlotBase: uint16(c.SlotBase), Window: c.Window, ProgressTimeout: time.Duration(c.ProgressTimeout * float64(time.Second)),
 		NoIntegrity: c.Integrity != nil && !*c.Integrity}
 	if wc.Window == 0 {

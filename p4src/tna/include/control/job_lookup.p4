@@ -27,9 +27,10 @@ control PsLookup(in headers_t hdr, inout ig_meta_t md) {
     }
 }
 
-// ina_job on a first pass. A member's data packet is normalised here (clamped priority, worker
-// bit as bitmap, switch-owned flags cleared); any other packet that matches a worker entry is
-// dropped (drop_bad_port, or validation's drop), so the rewrite is harmless.
+// ina_job on a first pass, keyed by (job, ingress port, member). A member's data packet is
+// normalised here (clamped priority, worker bit as bitmap, switch-owned flags and the member
+// cleared by the worker-flags mask); any other packet that matches a worker entry is dropped
+// (drop_bad_port, or validation's drop), so the rewrite is harmless.
 control JobLookup(inout headers_t hdr, inout ig_meta_t md,
                   in ingress_intrinsic_metadata_t ig_intr_md) {
     action ina_worker(bit<32> worker_bit, bit<8> fan_in, bit<8> priority_cap, bit<1> ina_enabled) {
@@ -55,6 +56,7 @@ control JobLookup(inout headers_t hdr, inout ig_meta_t md,
         key = {
             hdr.ina.job_id: exact;
             ig_intr_md.ingress_port: exact;
+            INA_MEMBER(hdr.ina): exact @name("member");
         }
         actions = { ina_worker; ina_result; ina_transit; @defaultonly NoAction; }
         default_action = NoAction();

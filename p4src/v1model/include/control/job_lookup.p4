@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Job lookup: ina_ps (job -> PS) and ina_job ((job, ingress port) -> role). Decides
+// Job lookup: ina_ps (job -> PS) and ina_job ((job, ingress port, member) -> role). Decides
 // drop_unknown_job and drop_bad_port, and normalises a member worker's data packet (clamped
-// priority, worker bit as bitmap, switch-owned and reserved flags cleared).
+// priority, worker bit as bitmap, switch-owned and reserved flags cleared; the worker-flags mask
+// also zeroes the member index, which names a worker behind this switch's port only).
 #ifndef INA_V1MODEL_JOB_LOOKUP_P4
 #define INA_V1MODEL_JOB_LOOKUP_P4
 
@@ -41,6 +42,7 @@ control JobLookup(inout headers_t hdr, inout ina_meta_t meta, in standard_metada
         key = {
             hdr.ina.job_id: exact;
             sm.ingress_port: exact @name("standard_metadata.ingress_port");
+            INA_MEMBER(hdr.ina): exact @name("member");
         }
         actions = { ina_worker; ina_result; ina_transit; @defaultonly NoAction; }
         default_action = NoAction();
