@@ -33,7 +33,6 @@ import weakref
 import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import Backend as _C10dBackend
-from torch._C._distributed_c10d import _create_work_from_future
 
 from . import _lib
 from .worker import Worker
@@ -141,6 +140,27 @@ class _Staged:
                 self.t.copy_(self.buf)
 
 
+class _Work(dist.Work):
+    """A queued all-reduce. wait() raises the worker's exception itself (NoProgressError, ...).
+    get_future() hands C++ callers (DDP's reducer) a future chained through then(), whose failure
+    torch turns into a RuntimeError naming the exception: a failed future made in Python and
+    read by the reducer crashes the process (torch 2.15), a chained one raises in backward()."""
+
+    def __init__(self, fut):
+        super().__init__()
+        self._fut = fut
+
+    def wait(self, timeout=None):
+        self._fut.wait()
+        return True
+
+    def is_completed(self):
+        return self._fut.done()
+
+    def get_future(self):
+        return self._fut.then(lambda f: f.value())
+
+
 def _op(opts):
     op = opts.reduceOp
     return getattr(op, "op", op)
@@ -184,7 +204,7 @@ class ProcessGroupINA(_C10dBackend):
     def _ina(self, tensors, average):
         if self._closed:
             raise _lib.WorkerClosedError("inapack: the process group was shut down")
-        return _create_work_from_future(self.queue.submit(list(tensors), average))
+        return _Work(self.queue.submit(list(tensors), average))
 
     def shutdown(self):
         if not self._closed:
