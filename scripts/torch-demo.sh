@@ -9,6 +9,9 @@
 #   bmv2     ... through BMv2 (where simple_switch_grpc and make p4's JSON exist; SWITCH=ref skips it)
 # and python -m inapack.demo.torchtrain --summary compares each with gloo's loss curve (exit 1 on a
 # mismatch). Every switch run checks every bucket's sum on every rank (--check).
+# `scripts/torch-demo.sh bench` (make bench-torch) runs python -m inapack.torchbench the same way
+# instead: all_reduce of 1, 16 and 64 MiB (BENCH_ARGS), inapack through the reference switch against
+# gloo in the same processes.
 #
 # ina-demo -exec starts each worker in its host's network namespace; the command re-enters this
 # script's namespace (nsenter) with INAPACK_NETNS naming the host's, so the INAPack worker's socket
@@ -46,6 +49,15 @@ torchrun() { # NODES PORT OUTDIR [training flags]
 }
 # As an -exec command: back to this namespace, the host's named in INAPACK_NETNS.
 onhost() { echo "nsenter --net=$HOME_NS env INAPACK_NETNS=\$(ip netns identify) $*"; }
+
+if [ "${1:-}" = bench ]; then
+  p=$(port)
+  "$BUILD/bin/ina-demo" -bin "$BUILD/bin" -dir "$OUT/bench" -switch ref -timeout 900s -job 1:4:1 -exec "1=$(onhost \
+    "$PY -m torch.distributed.run --nnodes 4 --nproc-per-node 1 --node-rank \$RANK --master-addr 127.0.0.1 \
+--master-port $p -m inapack.torchbench ${BENCH_ARGS:-}")" >"$OUT/bench.log" 2>&1 || { tail -20 "$OUT/bench.log"; exit 1; }
+  grep -h '^torch-bench:' "$OUT"/bench/worker-j1-r0.log
+  exit 0
+fi
 
 echo "torch-demo: gloo run (4 torchrun agents on loopback)"
 p=$(port)

@@ -234,8 +234,10 @@ def _train(pgs, steps):
     n = len(pgs)
     plan = [idx for _, idx in batches(len(ytr), n, 16, 10, 1)][:steps]
 
+    nets = [torchtrain.model(1) for _ in range(n)]  # here: torch's seed is global, the threads would race for it
+
     def rank(r):
-        net = torchtrain.model(1)
+        net = nets[r]
         ddp = torch.nn.parallel.DistributedDataParallel(net, process_group=pgs[r], bucket_cap_mb=0.004)
         opt = torch.optim.SGD(ddp.parameters(), lr=0.5)
         losses = []
