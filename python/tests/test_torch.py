@@ -200,6 +200,24 @@ def test_no_progress_raises_then_the_group_is_closed():
         g.close()
 
 
+def test_ddp_backward_raises_when_the_switch_makes_no_progress(tmp_path):
+    """DDP's reducer reads the backend's future: a failed all-reduce must make backward() raise
+    (not crash the process, not hang, not train on an unreduced gradient)."""
+    dist.init_process_group("gloo", init_method="file://%s" % (tmp_path / "store"), rank=0, world_size=1)
+    g = Groups(2, progress_timeout=0.5)
+    try:
+        pgs = [_group(b, dist.HashStore(), r, 2, dist.ProcessGroup.BackendType.CUSTOM) for r, b in enumerate(g.ina)]
+        nets = [torch.nn.Linear(5, 3) for _ in range(2)]
+        ddps = threads(2, lambda r: torch.nn.parallel.DistributedDataParallel(nets[r], process_group=pgs[r]))
+        t0 = time.monotonic()
+        with pytest.raises(RuntimeError, match="made no progress for 0.5s"):  # rank 1 never steps
+            ddps[0](torch.ones(2, 5)).sum().backward()
+        assert time.monotonic() - t0 < 10
+    finally:
+        g.close()
+        dist.destroy_process_group()
+
+
 def test_ranks_must_agree_on_the_job():
     store = dist.HashStore()
     with inapack.LocalFabric(2, job=1) as fab, inapack.LocalFabric(2, job=2) as other:
