@@ -8,7 +8,8 @@
 #   preempt  ... while a second torch job (2 hosts, priority 5) preempts the job's slots
 #   bmv2     ... through BMv2 (where simple_switch_grpc and make p4's JSON exist; SWITCH=ref skips it)
 # and python -m inapack.demo.torchtrain --summary compares each with gloo's loss curve (exit 1 on a
-# mismatch). Every switch run checks every bucket's sum on every rank (--check).
+# mismatch). ref runs DDP as users do; the other switch runs check every bucket's sum on every rank
+# (--check), and every switch run must end with the same parameters, bit for bit.
 # `scripts/torch-demo.sh bench` (make bench-torch) runs python -m inapack.torchbench the same way
 # instead: all_reduce of 1, 16 and 64 MiB (BENCH_ARGS), inapack through the reference switch against
 # gloo in the same processes.
@@ -45,7 +46,7 @@ port() { "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 # loop's below) is the node rank.
 torchrun() { # NODES PORT OUTDIR [training flags]
   echo "$PY -m torch.distributed.run --nnodes $1 --nproc-per-node 1 --node-rank \$RANK --master-addr 127.0.0.1 \
---master-port $2 -m inapack.demo.torchtrain --epochs $EPOCHS --check --out $3 ${TRAIN_ARGS:-} ${*:4}"
+--master-port $2 -m inapack.demo.torchtrain --epochs $EPOCHS --out $3 ${TRAIN_ARGS:-} ${*:4}"
 }
 # As an -exec command: back to this namespace, the host's named in INAPACK_NETNS.
 onhost() { echo "nsenter --net=$HOME_NS env INAPACK_NETNS=\$(ip netns identify) $*"; }
@@ -63,34 +64,35 @@ echo "torch-demo: gloo run (4 torchrun agents on loopback)"
 p=$(port)
 pids=()
 for r in 0 1 2 3; do
-  RANK=$r sh -c "$(torchrun 4 "$p" "$OUT/gloo") --backend gloo" >"$OUT/gloo.rank$r.log" 2>&1 &
+  RANK=$r sh -c "$(torchrun 4 "$p" "$OUT/gloo" --check) --backend gloo" >"$OUT/gloo.rank$r.log" 2>&1 &
   pids+=($!)
 done
 failed=()
 for pid in "${pids[@]}"; do wait "$pid" || failed+=(gloo); done
 grep -h '^worker-summary' "$OUT"/gloo.rank*.log | sed 's/^/  /' || true
 
-run() { # NAME SWITCH [ina-demo flags...]
-  local name=$1 sw=$2
-  shift 2
+run() { # NAME SWITCH TRAINING-FLAGS [ina-demo flags...]
+  local name=$1 sw=$2 flags=$3
+  shift 3
   echo "torch-demo: $name run (switch $sw)"
-  if ! "$BUILD/bin/ina-demo" -bin "$BUILD/bin" -dir "$OUT/$name" -switch "$sw" -timeout 600s \
-    -exec "1=$(onhost "$(torchrun 4 "$(port)" "$OUT/$name/result")")" "$@" >"$OUT/$name.log" 2>&1; then
+  if ! "$BUILD/bin/ina-demo" -bin "$BUILD/bin" -dir "$OUT/$name" -switch "$sw" -timeout 900s \
+    -exec "1=$(onhost "$(torchrun 4 "$(port)" "$OUT/$name/result" $flags)")" "$@" >"$OUT/$name.log" 2>&1; then
     failed+=("$name")
   fi
   grep -E '^(demo|demo-summary|demo-job):' "$OUT/$name.log" | sed 's/^/  /'
 }
 runs=()
-run ref ref -job 1:4:1
+# DDP as users run it (no hook): checked against the checked runs' parameters, bit for bit.
+run ref ref "" -job 1:4:1
 runs+=("ref=$OUT/ref/result")
-run faults ref -job 1:4:1 -loss 0.05 -dup 0.05 -reorder 0.05
+run faults ref --check -job 1:4:1 -loss 0.05 -dup 0.05 -reorder 0.05
 runs+=("faults=$OUT/faults/result")
-run preempt ref -job 1:4:1 -job 2:2:5 \
-  -exec "2=$(onhost "$(torchrun 2 "$(port)" "$OUT/preempt/job2" --seed 2)")"
+run preempt ref --check -job 1:4:1 -job 2:2:5 \
+  -exec "2=$(onhost "$(torchrun 2 "$(port)" "$OUT/preempt/job2" --seed 2 --check)")"
 runs+=("preempt=$OUT/preempt/result")
 if [ "${SWITCH:-auto}" != ref ] && command -v simple_switch_grpc >/dev/null \
   && { [ -f "$BUILD/p4/ina.json" ] || [ -f "$BUILD/ina.json" ]; }; then
-  run bmv2 bmv2 -job 1:4:1
+  run bmv2 bmv2 --check -job 1:4:1
   runs+=("bmv2=$OUT/bmv2/result")
 elif [ "${SWITCH:-auto}" = bmv2 ]; then
   echo "torch-demo: FAIL: SWITCH=bmv2 but simple_switch_grpc or make p4's JSON is missing"
