@@ -233,6 +233,30 @@ def test_ranks_must_agree_on_the_job():
         workers[1].close()
 
 
+def test_the_first_group_is_the_job_and_a_later_one_gloo(monkeypatch):
+    fabs = []
+
+    def worker(rank, size):  # a one-rank job of its own each time
+        fabs.append(inapack.LocalFabric(size))
+        return fabs[-1].worker(rank)
+
+    monkeypatch.setattr(itorch, "Worker", worker)
+    try:
+        store = dist.HashStore()
+        job = itorch.create(dist.PrefixStore("a/", store), 0, 1, TIMEOUT)
+        sub = itorch.create(dist.PrefixStore("b/", store), 0, 1, TIMEOUT)
+        assert isinstance(job, itorch.ProcessGroupINA)
+        assert isinstance(sub, dist.ProcessGroupGloo)
+        job.shutdown()  # the job's group gone, the next one is the job again
+        again = itorch.create(dist.PrefixStore("c/", store), 0, 1, TIMEOUT)
+        assert isinstance(again, itorch.ProcessGroupINA)
+        again.shutdown()
+        assert len(fabs) == 2
+    finally:
+        for f in fabs:
+            f.close()
+
+
 def _group(backend, store, rank, size, btype):
     """A ProcessGroup around one rank's backend, as init_process_group makes (DDP takes groups)."""
     pg = dist.ProcessGroup(store, rank, size)
