@@ -1,7 +1,7 @@
 # Top-level entry points. Each target is a thin wrapper: the work lives in scripts/ and Go commands.
 # Targets that need p4c, BMv2, Mininet or root print one line beginning "SKIP:" and succeed when
-# what they need is missing, except demo, run and train-demo, which fail with a message (before
-# building).
+# what they need is missing, except demo, run, train-demo and torch-demo, which fail with a
+# message (before building).
 
 GO       ?= go
 BUILD    ?= build
@@ -11,7 +11,7 @@ export SWITCH BUILD GO
 # ip, sysctl and Mininet's tools live in sbin, which a sudo user's PATH (sudo env "PATH=$PATH") lacks.
 export PATH := $(PATH):/usr/local/sbin:/usr/sbin:/sbin
 
-.PHONY: all build test kube-test k8s-demo demo p4 p4-tna ptf bench bench-placement evaluation run stop clean cluster-demo pylib train-demo bench-python validate chaos
+.PHONY: all build test kube-test k8s-demo demo p4 p4-tna ptf bench bench-placement evaluation run stop clean cluster-demo pylib train-demo torch-demo bench-python bench-torch validate chaos
 
 all: build
 
@@ -61,6 +61,15 @@ pylib:
 # Training through the switch vs an exact local all-reduce, with faults and preemption (root).
 train-demo:
 	@scripts/train-demo.sh
+
+# PyTorch DDP under torchrun, one process per emulated host, backend "inapack" through the
+# reference switch (clean, faults, preemption) and BMv2 where installed, against gloo's loss (root).
+torch-demo:
+	@scripts/torch-demo.sh
+
+# all_reduce of 1, 16 and 64 MiB: backend "inapack" through the reference switch vs gloo (root).
+bench-torch:
+	@scripts/torch-demo.sh bench
 
 # All-reduce time per MiB from Python vs from Go, same run (python -m inapack.bench).
 bench-python: pylib

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates build/pyenv: a virtual environment from Debian's /usr/bin/python3 with its site-packages
 # visible (Mininet lives there), plus ptf, scapy and the p4runtime bindings from PyPI, and what the
-# Python package (python/) needs for its tests and make train-demo.
+# Python package (python/) needs for its tests, make train-demo and make torch-demo (torch).
 # Idempotent and quiet: prints the venv's python path on stdout, nothing else on success.
 set -euo pipefail
 
@@ -27,6 +27,9 @@ REQS=(
   "scikit-learn==1.9.1"
   "scipy==1.17.1"
   "matplotlib==3.11.2"
+  # inapack.torch (the torch.distributed backend), its tests and make torch-demo. PyPI's Linux
+  # wheel pulls the CUDA libraries too (about 5 GB, 1m42s to install here); it runs on CPU.
+  "torch==2.15.0"
 )
 STAMP="$VENV/.inapack-reqs"
 WANT="$(printf '%s\n' "${REQS[@]}")"
@@ -50,6 +53,6 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$BASE_PY" -m venv --system-site-packages "$VENV" >/dev/null
 fi
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-input "${REQS[@]}" >&2
-"$VENV/bin/python" -c 'import ptf, scapy, grpc, p4.v1.p4runtime_pb2, p4.config.v1.p4info_pb2, numpy, pytest, sklearn, matplotlib' >&2
+"$VENV/bin/python" -c 'import ptf, scapy, grpc, p4.v1.p4runtime_pb2, p4.config.v1.p4info_pb2, numpy, pytest, sklearn, matplotlib, torch' >&2
 printf '%s\n' "$WANT" >"$STAMP"
 echo "$VENV/bin/python"

@@ -1,54 +1,29 @@
 """A PyTorch DistributedDataParallel communication hook that all-reduces every gradient bucket
-through the switch instead of the process group:
+through the switch while the process group stays another backend's (gloo, say):
 
     import inapack, inapack.ddp
     worker = inapack.init()                       # RANK, WORLD_SIZE, INAPACK_* from the environment
     model = DistributedDataParallel(model)        # torch.distributed still broadcasts the parameters
     model.register_comm_hook(inapack.ddp.HookState(worker), inapack.ddp.allreduce_hook)
 
-Each bucket comes back averaged over the inapack job's world_size (float32 in fixed point with
-per-bucket scales, within inapack.fixedpoint.error_bound of the exact average; other dtypes and
-devices are converted to CPU float32 and back). The all-reduces run in one background thread, in
-the order DDP hands the buckets over (the same on every rank, as the switch requires), so they
-overlap the rest of the backward pass: ctypes releases the GIL while the Go worker waits.
+With the process group's backend "inapack" (inapack.torch) DDP needs no hook: its buckets reach the
+backend's all_reduce. The hook is a thin layer over the backend's ReduceQueue: the same types
+(float32, float16, bfloat16; CUDA staged through pinned memory), the same single thread taking
+buckets in the order DDP hands them over, and each bucket comes back averaged over the worker's
+world_size, within inapack.fixedpoint.error_bound of the exact average.
 """
 
-import queue
-import threading
-
-import torch
+from .torch import ReduceQueue
 
 
 class HookState:
-    """The hook's state: the inapack worker and the thread that feeds it buckets in order."""
+    """The hook's state: the worker and the queue that feeds it buckets in order."""
 
     def __init__(self, worker):
         self.worker = worker
-        self._q = queue.Queue()
-        self._t = threading.Thread(target=self._run, name="inapack-ddp-hook", daemon=True)
-        self._t.start()
-
-    def _run(self):
-        while True:
-            tensor, fut = self._q.get()
-            try:
-                fut.set_result(_reduce(self.worker, tensor))
-            except Exception as e:  # the training step fails with the worker's error
-                fut.set_exception(e)
-
-
-def _reduce(worker, tensor):
-    flat = tensor.detach()
-    buf = flat if flat.dtype == torch.float32 and flat.device.type == "cpu" and flat.is_contiguous() \
-        else flat.to("cpu", torch.float32).contiguous()
-    worker.allreduce(buf.numpy(), average=True)  # in place: numpy() shares the tensor's memory
-    if buf is not flat:
-        flat.copy_(buf)
-    return tensor
+        self.queue = ReduceQueue(worker)
 
 
 def allreduce_hook(state, bucket):
     """register_comm_hook's hook: returns a future of the bucket averaged over the job's workers."""
-    fut = torch.futures.Future()
-    state._q.put((bucket.buffer(), fut))
-    return fut
+    return state.queue.submit([bucket.buffer()], average=True).then(lambda f: f.value()[0])

@@ -16,6 +16,7 @@ ENV = {
     "world_size": "WORLD_SIZE",
     "job": "INAPACK_JOB",
     "iface": "INAPACK_IFACE",
+    "netns": "INAPACK_NETNS",
     "ip": "INAPACK_IP",
     "ps_ip": "INAPACK_PS_IP",
     "ps_mac": "INAPACK_PS_MAC",
@@ -54,7 +55,9 @@ class Worker:
 
     Every argument falls back to its environment variable (ENV), then to DEFAULTS. rank and
     world_size are required; iface (an interface, opened with AF_PACKET: root or CAP_NET_RAW) and
-    ip are required unless fabric is given (a LocalFabric: an in-process PS, for tests).
+    ip are required unless fabric is given (a LocalFabric: an in-process PS, for tests). netns
+    names the network namespace iface is in when it is not this process's (an emulated host: the
+    socket is opened there, the process stays where it is; needs CAP_SYS_ADMIN).
 
     Float32 arrays are summed in fixed point with a scale per bucket of scale_bucket values (rounded
     up to whole packets; 0: the worker's default, 64 packets) that the workers agree on first, so no
@@ -67,11 +70,11 @@ class Worker:
     fixedpoint.chunk_values(integrity) values.
     """
 
-    def __init__(self, rank=None, world_size=None, *, job=None, iface=None, ip=None, ps_ip=None, ps_mac=None,
-                 priority=None, slot_base=None, window=None, progress_timeout=None, scale_bucket=None, integrity=None,
+    def __init__(self, rank=None, world_size=None, *, job=None, iface=None, netns=None, ip=None, ps_ip=None,
+                 ps_mac=None, priority=None, slot_base=None, window=None, progress_timeout=None, scale_bucket=None, integrity=None,
                  fabric=None):
         s = {n: _setting(n, v) for n, v in dict(
-            rank=rank, world_size=world_size, job=job, iface=iface, ip=ip, ps_ip=ps_ip, ps_mac=ps_mac,
+            rank=rank, world_size=world_size, job=job, iface=iface, netns=netns, ip=ip, ps_ip=ps_ip, ps_mac=ps_mac,
             priority=priority, slot_base=slot_base, window=window, progress_timeout=progress_timeout,
             scale_bucket=scale_bucket, integrity=integrity).items()}
         for n in ("rank", "world_size"):
@@ -81,6 +84,7 @@ class Worker:
             raise ConfigError("scale_bucket %d is negative" % s["scale_bucket"])
         self.rank, self.world_size, self.job = s["rank"], s["world_size"], s["job"]
         self.scale_bucket, self.integrity = s["scale_bucket"], bool(s["integrity"])
+        self.progress_timeout = s["progress_timeout"] or 5.0  # 0: the Go worker's default
         cfg = {k: s[k] for k in ("job", "rank", "world_size", "priority", "slot_base", "window", "progress_timeout",
                                  "integrity")}
         if fabric is not None:
@@ -89,7 +93,7 @@ class Worker:
             if not s["iface"] or not s["ip"]:
                 raise ConfigError("iface and ip not given and INAPACK_IFACE / INAPACK_IP not set "
                                   "(or pass fabric=LocalFabric(...) for an in-process PS)")
-            cfg.update(iface=s["iface"], ip=s["ip"], ps_ip=s["ps_ip"], ps_mac=s["ps_mac"] or "")
+            cfg.update(iface=s["iface"], netns=s["netns"] or "", ip=s["ip"], ps_ip=s["ps_ip"], ps_mac=s["ps_mac"] or "")
         self._h = _lib.call_id(_lib.lib.inapack_open, json.dumps(cfg).encode())
 
     def _handle(self):

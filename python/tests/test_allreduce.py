@@ -193,3 +193,30 @@ def test_environment_configures_the_worker(monkeypatch, ranks):
     monkeypatch.setenv("INAPACK_INTEGRITY", "maybe")
     with pytest.raises(inapack.ConfigError, match="INAPACK_INTEGRITY"):
         inapack.Worker(0, 2, iface="lo", ip="10.0.1.1")
+
+
+def test_netns_opens_the_socket_in_that_namespace():
+    """INAPACK_NETNS: the socket is opened in the named namespace (a veth pair only it has),
+    while the process stays in its own."""
+    import os
+    import subprocess
+    import uuid
+    if os.geteuid() != 0:
+        pytest.skip("SKIP: needs root (ip netns add, setns)")
+    ns = "inapy" + uuid.uuid4().hex[:8]
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        subprocess.run(["ip", "-n", ns, "link", "add", "inadummy0", "type", "veth", "peer", "name", "inadummy1"], check=True)
+        subprocess.run(["ip", "-n", ns, "link", "set", "inadummy0", "up"], check=True)
+        before = os.readlink("/proc/self/ns/net")
+        with pytest.raises(inapack.InaError, match='interface "inadummy0"'):
+            inapack.Worker(0, 2, iface="inadummy0", ip="10.0.1.1")  # not in this namespace
+        w = inapack.Worker(0, 2, iface="inadummy0", netns=ns, ip="10.0.1.1", progress_timeout=0.3)
+        assert os.readlink("/proc/self/ns/net") == before
+        with pytest.raises(inapack.NoProgressError):  # nobody on the other end
+            w.allreduce(np.ones(4, np.float32), scale=1)
+        w.close()
+        with pytest.raises(inapack.ConfigError, match="netns"):
+            inapack.Worker(0, 2, iface="inadummy0", netns="ina-no-such-ns", ip="10.0.1.1")
+    finally:
+        subprocess.run(["ip", "netns", "del", ns])

@@ -26,6 +26,7 @@ type config struct {
 	SlotBase int    `json:"slot_base"`
 	Window   int    `json:"window"`
 	Iface    string `json:"iface"`  // AF_PACKET interface (needs CAP_NET_RAW)
+	Netns    string `json:"netns"`  // the network namespace of Iface, if not this process's
 	IP       string `json:"ip"`     // this worker's IPv4 address
 	PSIP     string `json:"ps_ip"`  // the job's PS
 	PSMAC    string `json:"ps_mac"` // destination MAC of data frames (the switch forwards by table)
@@ -54,6 +55,8 @@ func (c *config) open() (*worker.Worker, transport.Transport, error) {
 		return nil, nil, fmt.Errorf("%w: job %d, priority %d, slot_base %d, member %d out of range", errConfig, c.Job, c.Priority, c.SlotBase, c.Member)
 	case (c.Iface == "") == (c.Fabric == 0):
 		return nil, nil, fmt.Errorf("%w: give exactly one of iface (an interface) or fabric (an in-process PS)", errConfig)
+	case c.Netns != "" && c.Iface == "":
+		return nil, nil, fmt.Errorf("%w: netns %q without iface", errConfig, c.Netns)
 	case c.ProgressTimeout < 0:
 		return nil, nil, fmt.Errorf("%w: progress_timeout %v is negative", errConfig, c.ProgressTimeout)
 	}
@@ -88,7 +91,11 @@ func (c *config) open() (*worker.Worker, transport.Transport, error) {
 				return nil, nil, fmt.Errorf("%w: ps_mac: %v", errConfig, err)
 			}
 		}
-		p, err := transport.OpenPacketConfig(c.Iface, transport.PacketConfig{Jobs: []uint16{wc.Job}})
+		var p *transport.Packet
+		err := inNetns(c.Netns, func() (err error) {
+			p, err = transport.OpenPacketConfig(c.Iface, transport.PacketConfig{Jobs: []uint16{wc.Job}})
+			return err
+		})
 		if err != nil {
 			return nil, nil, err
 		}

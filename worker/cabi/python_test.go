@@ -15,9 +15,11 @@ import (
 )
 
 // TestPython runs the Python package's tests (python/tests, pytest) against the library built
-// from this package: the bridge end to end, four ranks on an in-process PS, without root. The
+// from this package: the bridge end to end, four ranks on an in-process PS (a few, as root, in
+// network namespaces of their own). The
 // interpreter is $INAPACK_PYTHON, else build/pyenv's (scripts/pyenv.sh installs numpy and pytest
-// there); tests that need what the interpreter lacks (torch) are reported as skipped subtests.
+// and torch there); tests that need what the interpreter lacks (torch) are reported as skipped
+// subtests, which .ci/run fails on.
 func TestPython(t *testing.T) {
 	root, _ := filepath.Abs(filepath.Join("..", ".."))
 	py := os.Getenv("INAPACK_PYTHON")
