@@ -15,6 +15,7 @@ ENV = {
     "rank": "RANK",
     "world_size": "WORLD_SIZE",
     "job": "INAPACK_JOB",
+    "member": "INAPACK_MEMBER",
     "iface": "INAPACK_IFACE",
     "netns": "INAPACK_NETNS",
     "ip": "INAPACK_IP",
@@ -27,8 +28,8 @@ ENV = {
     "scale_bucket": "INAPACK_SCALE_BUCKET",
     "integrity": "INAPACK_INTEGRITY",
 }
-_INT = {"rank", "world_size", "job", "priority", "slot_base", "window", "scale_bucket"}
-DEFAULTS = {"job": 1, "priority": 0, "slot_base": 0, "window": 16, "ps_ip": "10.0.0.100", "progress_timeout": 0.0,
+_INT = {"rank", "world_size", "job", "member", "priority", "slot_base", "window", "scale_bucket"}
+DEFAULTS = {"job": 1, "member": 0, "priority": 0, "slot_base": 0, "window": 16, "ps_ip": "10.0.0.100", "progress_timeout": 0.0,
             "scale_bucket": 0, "integrity": True}
 _BOOL = {"true": True, "1": True, "false": False, "0": False}
 
@@ -57,7 +58,9 @@ class Worker:
     world_size are required; iface (an interface, opened with AF_PACKET: root or CAP_NET_RAW) and
     ip are required unless fabric is given (a LocalFabric: an in-process PS, for tests). netns
     names the network namespace iface is in when it is not this process's (an emulated host: the
-    socket is opened there, the process stays where it is; needs CAP_SYS_ADMIN).
+    socket is opened there, the process stays where it is; needs CAP_SYS_ADMIN). member is this
+    worker's index among the job's workers behind its host's switch port (0..15; the Kubernetes
+    operator sets INAPACK_MEMBER when a node runs several of a job's workers).
 
     Float32 arrays are summed in fixed point with a scale per bucket of scale_bucket values (rounded
     up to whole packets; 0: the worker's default, 64 packets) that the workers agree on first, so no
@@ -70,11 +73,11 @@ class Worker:
     fixedpoint.chunk_values(integrity) values.
     """
 
-    def __init__(self, rank=None, world_size=None, *, job=None, iface=None, netns=None, ip=None, ps_ip=None,
+    def __init__(self, rank=None, world_size=None, *, job=None, member=None, iface=None, netns=None, ip=None, ps_ip=None,
                  ps_mac=None, priority=None, slot_base=None, window=None, progress_timeout=None, scale_bucket=None, integrity=None,
                  fabric=None):
         s = {n: _setting(n, v) for n, v in dict(
-            rank=rank, world_size=world_size, job=job, iface=iface, netns=netns, ip=ip, ps_ip=ps_ip, ps_mac=ps_mac,
+            rank=rank, world_size=world_size, job=job, member=member, iface=iface, netns=netns, ip=ip, ps_ip=ps_ip, ps_mac=ps_mac,
             priority=priority, slot_base=slot_base, window=window, progress_timeout=progress_timeout,
             scale_bucket=scale_bucket, integrity=integrity).items()}
         for n in ("rank", "world_size"):
@@ -85,7 +88,7 @@ class Worker:
         self.rank, self.world_size, self.job = s["rank"], s["world_size"], s["job"]
         self.scale_bucket, self.integrity = s["scale_bucket"], bool(s["integrity"])
         self.progress_timeout = s["progress_timeout"] or 5.0  # 0: the Go worker's default
-        cfg = {k: s[k] for k in ("job", "rank", "world_size", "priority", "slot_base", "window", "progress_timeout",
+        cfg = {k: s[k] for k in ("job", "member", "rank", "world_size", "priority", "slot_base", "window", "progress_timeout",
                                  "integrity")}
         if fabric is not None:
             cfg["fabric"] = fabric.id

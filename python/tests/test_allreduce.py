@@ -145,6 +145,16 @@ def test_config_and_argument_errors(monkeypatch):
         inapack.Worker(5, 2, iface="lo", ip="10.0.1.1")
     with pytest.raises(inapack.ConfigError, match="ps_ip"):
         inapack.Worker(0, 2, iface="lo", ip="10.0.1.1", ps_ip="nowhere")
+    # The member index (INAPACK_MEMBER) reaches the Go worker, which takes 0..15 only.
+    with pytest.raises(inapack.ConfigError, match="member 16"):
+        inapack.Worker(0, 2, member=16, iface="lo", ip="10.0.1.1")
+    monkeypatch.setenv("INAPACK_MEMBER", "16")
+    with pytest.raises(inapack.ConfigError, match="member 16"):
+        inapack.Worker(0, 2, iface="lo", ip="10.0.1.1")
+    monkeypatch.setenv("INAPACK_MEMBER", "one")
+    with pytest.raises(inapack.ConfigError, match="INAPACK_MEMBER"):
+        inapack.Worker(0, 2, iface="lo", ip="10.0.1.1")
+    monkeypatch.delenv("INAPACK_MEMBER")
     with inapack.LocalFabric(2, job=3) as fab:
         with pytest.raises(inapack.ConfigError, match="local fabric for job 3"):
             inapack.Worker(0, 2, job=4, fabric=fab)
