@@ -126,13 +126,14 @@ func TestConflictIsOursOnlyIfOwned(t *testing.T) {
 				e.waitCondition(t, "c", v1.ConditionTrue, operator.ReasonInstalled)
 				return
 			}
-			msg := e.waitCondition(t, "c", v1.ConditionFalse, operator.ReasonSwitchJobConflict)
-			e.expectEvents(t, "c-ps", "INA"+operator.ReasonSwitchJobConflict)
+			time.Sleep(3 * time.Second) // time to install, were it allowed
 			for _, p := range e.pods(t, "c") {
 				if p.Annotations[gang.ReadyAnnotation] != "" {
 					t.Errorf("pod %s Ready though its switch job is another's", p.Name)
 				}
 			}
+			msg := e.waitCondition(t, "c", v1.ConditionFalse, operator.ReasonSwitchJobConflict)
+			e.expectEvents(t, "c-ps", "INA"+operator.ReasonSwitchJobConflict)
 			jobs, err := e.client.Jobs(e.ctx)
 			kubetest.Fatal(t, err)
 			if len(jobs) != 1 || jobs[0].Owner != owner {
@@ -247,11 +248,6 @@ func TestControllerDownKeepsFinalizers(t *testing.T) {
 	for _, p := range pods[1:] {
 		e.setPhase(t, p, v1.PodSucceeded)
 	}
-	msg := e.waitCondition(t, "a", v1.ConditionFalse, operator.ReasonControllerUnavailable)
-	e.expectEvents(t, pods[0].Name, "INA"+operator.ReasonControllerUnavailable)
-	if !strings.Contains(msg, "404") || !strings.Contains(msg, "connection refused") {
-		t.Errorf("the condition's message %q should quote the refused request (and its 404)", msg)
-	}
 	time.Sleep(10 * time.Second)
 	for _, p := range e.pods(t, "a") {
 		if !slices.Contains(p.Finalizers, gang.Finalizer) || (p.Name == pods[0].Name && p.DeletionTimestamp != nil) {
@@ -260,6 +256,11 @@ func TestControllerDownKeepsFinalizers(t *testing.T) {
 	}
 	if ids := e.switchJobs(t); !slices.Equal(ids, []int{id}) {
 		t.Fatalf("controller jobs %v while it was unreachable, want %d", ids, id)
+	}
+	msg := e.waitCondition(t, "a", v1.ConditionFalse, operator.ReasonControllerUnavailable)
+	e.expectEvents(t, pods[0].Name, "INA"+operator.ReasonControllerUnavailable)
+	if !strings.Contains(msg, "404") || !strings.Contains(msg, "connection refused") {
+		t.Errorf("the condition's message %q should quote the refused request (and its 404)", msg)
 	}
 	kubetest.Fatal(t, proxy.Up())
 	back := time.Now()

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	etcd3testing "k8s.io/apiserver/pkg/storage/etcd3/testing"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
@@ -70,6 +71,16 @@ func (a *API) start(t testing.TB) {
 	a.Config = rest.CopyConfig(srv.ClientConfig)
 	a.Config.QPS, a.Config.Burst = 200, 400
 	a.Client = kubernetes.NewForConfigOrDie(a.Config)
+	// RBAC's bootstrap roles are written by a post-start hook that kills the process if the
+	// server stops before it is done (a Restart, a short test): wait for it.
+	err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := a.Client.Discovery().RESTClient().Get().AbsPath("/healthz/poststarthook/rbac/bootstrap-roles").DoRaw(ctx)
+		return err == nil, nil
+	})
+	if err != nil {
+		srv.TearDownFn()
+		t.Fatalf("kube-apiserver: RBAC's bootstrap roles not written within 2 minutes: %v", err)
+	}
 	a.Kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
 	if err := WriteKubeconfig(a.Config, a.Kubeconfig); err != nil {
 		t.Fatal(err)
