@@ -105,7 +105,11 @@ type MulticastGroup struct {
 
 // JobConfig is one job's entries on every switch it spans.
 type JobConfig struct {
-	ID          int         `yaml:"id" json:"id"`
+	ID int `yaml:"id" json:"id"`
+	// Owner names who added the job (the Kubernetes operator writes its name): a client that
+	// cleans up jobs it lost track of removes only its own. The controller keeps it and nothing
+	// else reads it.
+	Owner       string      `yaml:"owner" json:"owner,omitempty"`
 	PriorityCap *int        `yaml:"priority_cap" json:"priority_cap,omitempty"`
 	INA         *bool       `yaml:"ina" json:"ina,omitempty"`
 	Switches    []JobSwitch `yaml:"switches" json:"switches"`

@@ -216,6 +216,9 @@ func validateJob(v *validator, c *Config, j *JobConfig, path string) {
 	if j.ID < 1 || j.ID > maxJobID {
 		v.add(j.Pos, "id", path, "job id %d out of 1..%d", j.ID, maxJobID)
 	}
+	if len(j.Owner) > 63 || strings.ContainsFunc(j.Owner, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
+		v.add(j.Pos, "owner", path, "owner %q: want at most 63 printable ASCII characters, no spaces", j.Owner)
+	}
 	if j.PriorityCap != nil && (*j.PriorityCap < 0 || *j.PriorityCap > maxPriority) {
 		v.add(j.Pos, "priority_cap", path, "%d out of 0..%d", *j.PriorityCap, maxPriority)
 	}

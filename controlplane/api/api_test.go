@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -184,5 +185,53 @@ func TestCheckExposure(t *testing.T) {
 	}
 	if err := CheckExposure("10.0.0.1:1", "tok", true); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTypedErrors: the client's errors say what the server answered by status code, not by text.
+// A 404 and a 409 from the real API are IsNotFound and IsConflict; an API that is down gives no
+// status even when the URL it quotes contains "404"; the job's owner goes in and comes back.
+func TestTypedErrors(t *testing.T) {
+	_, cl := setup(t, "")
+	ctx := context.Background()
+	j, err := cp.ParseJob([]byte(job6), "job6.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Owner = "inapack-operator"
+	if err := cl.AddJob(ctx, *j); err != nil {
+		t.Fatal(err)
+	}
+	err = cl.AddJob(ctx, *j)
+	if !IsConflict(err) || IsNotFound(err) || StatusCode(err) != http.StatusConflict {
+		t.Errorf("second add: %v: conflict %v, status %d", err, IsConflict(err), StatusCode(err))
+	}
+	jobs, err := cl.Jobs(ctx)
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("jobs %v %v", jobs, err)
+	}
+	for _, got := range jobs {
+		if want := map[int]string{5: "", 6: "inapack-operator"}[got.ID]; got.Owner != want {
+			t.Errorf("job %d: owner %q, want %q", got.ID, got.Owner, want)
+		}
+	}
+	bad := *j
+	bad.ID, bad.Owner = 7, "two words"
+	if err := cl.AddJob(ctx, bad); StatusCode(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "owner") {
+		t.Errorf("bad owner: %v (status %d)", err, StatusCode(err))
+	}
+	if err := cl.RemoveJob(ctx, 404); !IsNotFound(err) {
+		t.Errorf("removing an unknown job: %v: not found %v", err, IsNotFound(err))
+	}
+	// Nothing listens here: the error quotes /v1/jobs/404 but is no answer of the API.
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	err = NewClient(addr, "").RemoveJob(ctx, 404)
+	if err == nil || !strings.Contains(err.Error(), "/v1/jobs/404") || IsNotFound(err) || StatusCode(err) != 0 {
+		t.Errorf("API down: %v: not found %v, status %d; want an error that is no answer", err, IsNotFound(err), StatusCode(err))
 	}
 }

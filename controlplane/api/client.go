@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -58,17 +59,50 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
+		se := &StatusError{Method: method, Path: path, Code: resp.StatusCode, Status: resp.Status}
 		var e Error
-		if json.NewDecoder(resp.Body).Decode(&e) == nil && e.Error != "" {
-			return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, e.Error)
+		if json.NewDecoder(resp.Body).Decode(&e) == nil {
+			se.Message = e.Error
 		}
-		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
+		return se
 	}
 	if out != nil {
 		return json.NewDecoder(resp.Body).Decode(out)
 	}
 	return nil
 }
+
+// StatusError is a non-2xx answer of the API. Callers tell answers apart by Code (IsNotFound,
+// IsConflict), never by the text: an error that never reached the server (connection refused,
+// a timeout) is no StatusError, whatever its message quotes.
+type StatusError struct {
+	Method, Path string
+	Code         int    // the HTTP status code
+	Status       string // e.g. "404 Not Found"
+	Message      string // the body's Error, if any
+}
+
+func (e *StatusError) Error() string {
+	if e.Message != "" {
+		return fmt.Sprintf("%s %s: %s: %s", e.Method, e.Path, e.Status, e.Message)
+	}
+	return fmt.Sprintf("%s %s: %s", e.Method, e.Path, e.Status)
+}
+
+// StatusCode is the HTTP status of the API's answer err carries (0: err is no answer of the API).
+func StatusCode(err error) int {
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.Code
+	}
+	return 0
+}
+
+// IsNotFound: the API answered 404 (an unknown job).
+func IsNotFound(err error) bool { return StatusCode(err) == http.StatusNotFound }
+
+// IsConflict: the API answered 409 (a job of that id exists).
+func IsConflict(err error) bool { return StatusCode(err) == http.StatusConflict }
 
 // TrustCA makes the client speak HTTPS to a server whose certificate caFile's CA signed.
 func (c *Client) TrustCA(caFile string) error {

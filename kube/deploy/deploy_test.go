@@ -78,6 +78,7 @@ func name(o *unstructured.Unstructured) string {
 type dryRunApplier struct {
 	dyn    dynamic.Interface
 	mapper meta.RESTMapper
+	commit bool // store the objects (no dry run)
 }
 
 func (a dryRunApplier) apply(ctx context.Context, o *unstructured.Unstructured) error {
@@ -97,8 +98,11 @@ func (a dryRunApplier) apply(ctx context.Context, o *unstructured.Unstructured) 
 		return err
 	}
 	force := true
-	_, err = ri.Patch(ctx, o.GetName(), types.ApplyPatchType, b, metav1.PatchOptions{
-		DryRun: []string{metav1.DryRunAll}, FieldManager: "inapack-deploy-test", Force: &force})
+	opts := metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "inapack-deploy-test", Force: &force}
+	if a.commit {
+		opts.DryRun = nil
+	}
+	_, err = ri.Patch(ctx, o.GetName(), types.ApplyPatchType, b, opts)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name(o), err)
 	}

@@ -13,4 +13,10 @@
 // removes its finalizers. All state lives in the pods' annotations (InstalledAnnotation names
 // the plan whose switch job a pod's wiring describes), so a restarted operator carries on where
 // the last one stopped, and the finalizer keeps a pod from vanishing while its job is on a switch.
+//
+// Every SyncInterval the running gangs are compared with the controller's job list: a job the
+// controller lost is added again, a job of the operator's Owner that no live gang holds is removed
+// (sync.go). Errors of the job API are told apart by status code; each refusal is the pods'
+// condition InstalledCondition and a Warning event (conditions.go); retries back off to at most
+// MaxRetryDelay.
 package operator

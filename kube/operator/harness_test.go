@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"slices"
 	"strconv"
@@ -26,9 +23,7 @@ import (
 	"github.com/inapack/inapack/kube/gang"
 	"github.com/inapack/inapack/kube/internal/kubetest"
 	"github.com/inapack/inapack/kube/operator"
-	"github.com/inapack/inapack/p4src"
 	"github.com/inapack/inapack/p4src/model"
-	"github.com/inapack/inapack/refswitch/refswitchtest"
 )
 
 const twoRacks = "../../bmv2/topologies/two-racks/topology.json"
@@ -44,7 +39,7 @@ type env struct {
 	topo     *topology.Topology
 	nodes    []*v1.Node
 	switches map[string]*model.Switch
-	ctl      *cp.Controller
+	sc       *kubetest.SwitchController
 	client   *api.Client
 	cfg      operator.Config
 }
@@ -55,28 +50,12 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	e := &env{ctx: ctx, api: kubetest.StartAPI(t), switches: map[string]*model.Switch{}}
+	e := &env{ctx: ctx, api: kubetest.StartAPI(t)}
 	topo, err := topology.Load(twoRacks)
 	kubetest.Fatal(t, err)
 	e.topo = topo
-	eps := map[string]topology.Endpoint{}
-	for name := range topo.Switches {
-		ref := refswitchtest.Serve(t, "127.0.0.1:0")
-		e.switches[name] = ref.Switch
-		eps[name] = topology.Endpoint{Address: ref.Addr, Target: "ref"}
-	}
-	bare := *topo
-	bare.INA.Jobs = nil // jobs come through the API
-	cfg, err := bare.Derive(eps)
-	kubetest.Fatal(t, err)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e.ctl, err = cp.New(cfg, cp.Options{DefaultP4Info: p4src.P4Info, Logger: quiet})
-	kubetest.Fatal(t, err)
-	t.Cleanup(e.ctl.Close)
-	kubetest.Fatal(t, e.ctl.Apply(ctx))
-	srv := httptest.NewServer(api.Handler(e.ctl, token, quiet))
-	t.Cleanup(srv.Close)
-	e.client = api.NewClient(srv.URL, token)
+	e.sc = kubetest.StartSwitchController(ctx, t, topo, token)
+	e.switches, e.client = e.sc.Switches, e.sc.Client
 
 	cs := e.api.Client
 	raw, err := os.ReadFile(twoRacks)
@@ -89,7 +68,9 @@ func newEnv(t *testing.T) *env {
 	e.nodes, err = kubetest.NodesFromTopology(topo)
 	kubetest.Fatal(t, err)
 	kubetest.Fatal(t, kubetest.CreateNodes(ctx, cs, e.nodes))
-	e.cfg = operator.Config{Controller: e.client, Topology: types.NamespacedName{Namespace: "inapack-system", Name: "topology"}}
+	// Sync often, and retry after at most a second, so the tests of both need no long waits.
+	e.cfg = operator.Config{Controller: e.client, Topology: types.NamespacedName{Namespace: "inapack-system", Name: "topology"},
+		SyncInterval: 200 * time.Millisecond, MaxRetryDelay: time.Second}
 	return e
 }
 

@@ -14,16 +14,19 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/inapack/inapack/kube/gang"
 	"github.com/inapack/inapack/scheduler"
@@ -51,6 +54,18 @@ type Config struct {
 	// allocates switch ids and slots).
 	LeaderElection          bool
 	LeaderElectionNamespace string
+	// Owner is written on every job the operator adds (cp.JobConfig.Owner): the controller's jobs
+	// of this owner that no live gang holds are removed, the others are never touched. Default
+	// Name, or Name/Namespace for an operator limited to one namespace; operators that share a
+	// switch controller need owners of their own.
+	Owner string
+	// SyncInterval is how often the running gangs are compared with the controller's job list
+	// (default 30s): a running gang's job the controller lost is added again, a job of Owner no
+	// live gang holds is removed.
+	SyncInterval time.Duration
+	// MaxRetryDelay caps the delay before a failed reconcile is retried (default 30s; the delay
+	// doubles from 100ms per failure of the same gang).
+	MaxRetryDelay time.Duration
 	// Logger (default klog's). The first operator started also gives it to controller-runtime's
 	// global logger, which parts of controller-runtime log to whatever a manager is given.
 	Logger *logr.Logger
@@ -60,6 +75,14 @@ func (c Config) withDefaults() Config {
 	c.TopologyKey = cmp.Or(c.TopologyKey, "topology.json")
 	c.Window = cmp.Or(c.Window, 16)
 	c.Iface = cmp.Or(c.Iface, "eth0")
+	if c.Owner == "" {
+		c.Owner = Name
+		if c.Namespace != "" {
+			c.Owner += "/" + c.Namespace
+		}
+	}
+	c.SyncInterval = cmp.Or(c.SyncInterval, 30*time.Second)
+	c.MaxRetryDelay = cmp.Or(c.MaxRetryDelay, 30*time.Second)
 	if c.Logger == nil {
 		l := klog.NewKlogr().WithName(Name)
 		c.Logger = &l
@@ -75,6 +98,8 @@ func (c Config) validate() error {
 		return errors.New("operator: no topology ConfigMap (namespace/name)")
 	case c.Window < 1:
 		return fmt.Errorf("operator: window %d: want at least 1", c.Window)
+	case c.SyncInterval < 0 || c.MaxRetryDelay < 0:
+		return fmt.Errorf("operator: sync interval %v, max retry delay %v: want positive", c.SyncInterval, c.MaxRetryDelay)
 	}
 	return nil
 }
@@ -96,6 +121,14 @@ func plansOf(o client.Object) []string {
 }
 
 var setGlobalLogger sync.Once
+
+// retryLimiter is how long a failed request waits before it is tried again: 100ms doubling per
+// failure of the same request up to max (controller-runtime's default goes on to about 17
+// minutes, far longer than a switch controller takes to restart). One reconcile runs at a time,
+// so retries cannot swamp the API server or the controller.
+func retryLimiter(max time.Duration) workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](100*time.Millisecond, max)
+}
 
 // Operator is a running operator.
 type Operator struct {
@@ -139,9 +172,18 @@ func Start(ctx context.Context, rc *rest.Config, cfg Config) (*Operator, error) 
 		}
 		return out
 	})
-	// One reconcile at a time: switch ids and slots are allocated from what earlier ones took.
-	err = ctrl.NewControllerManagedBy(mgr).Named(Name).Watches(&v1.Pod{}, enqueue).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1, SkipNameValidation: ptr.To(true)}).
+	// The comparison with the controller's job list is a request of its own, queued once here and
+	// then again every SyncInterval by itself.
+	kick := make(chan event.TypedGenericEvent[*v1.Pod], 1)
+	kick <- event.TypedGenericEvent[*v1.Pod]{Object: &v1.Pod{}}
+	syncSource := source.Channel(kick, handler.TypedEnqueueRequestsFromMapFunc(func(context.Context, *v1.Pod) []reconcile.Request {
+		return []reconcile.Request{syncRequest}
+	}))
+	// One reconcile at a time: switch ids and slots are allocated from what earlier ones took, and
+	// the sync's view of which jobs are live is not raced by an install.
+	err = ctrl.NewControllerManagedBy(mgr).Named(Name).Watches(&v1.Pod{}, enqueue).WatchesRawSource(syncSource).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1, SkipNameValidation: ptr.To(true),
+			RateLimiter: retryLimiter(cfg.MaxRetryDelay)}).
 		Complete(r)
 	if err != nil {
 		return nil, fmt.Errorf("operator: %w", err)
@@ -164,7 +206,8 @@ func Start(ctx context.Context, rc *rest.Config, cfg Config) (*Operator, error) 
 		cancel()
 		return nil, errors.New("operator: the pod cache did not sync within 2 minutes")
 	}
-	cfg.Logger.Info("operator started", "topology", cfg.Topology.String(), "window", cfg.Window, "namespace", cfg.Namespace)
+	cfg.Logger.Info("operator started", "topology", cfg.Topology.String(), "window", cfg.Window, "namespace", cfg.Namespace,
+		"owner", cfg.Owner, "syncInterval", cfg.SyncInterval, "maxRetryDelay", cfg.MaxRetryDelay)
 	return o, nil
 }
 

@@ -81,6 +81,7 @@ func (e *env) checkWiring(t *testing.T, pods []*v1.Pod, pl *gang.Plan) (id, base
 	prio, ina := scheduler.PriorityCap(0, pl.Priority), pl.INA
 	want, err := e.topo.DeriveJob(topology.Job{ID: id, PS: psNode, Workers: remote, PriorityCap: &prio, INA: &ina})
 	kubetest.Fatal(t, err)
+	want.Owner = operator.Name
 	jobs, err := e.client.Jobs(e.ctx)
 	kubetest.Fatal(t, err)
 	i := slices.IndexFunc(jobs, func(j cpJob) bool { return j.ID == id })

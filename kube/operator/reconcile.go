@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/inapack/inapack/controlplane/api"
 	"github.com/inapack/inapack/controlplane/topology"
 	"github.com/inapack/inapack/kube/gang"
 	"github.com/inapack/inapack/scheduler"
@@ -39,6 +40,9 @@ type reconciler struct {
 }
 
 func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if req == syncRequest {
+		return r.sync(ctx)
+	}
 	id := req.Name
 	var list v1.PodList
 	if err := r.client.List(ctx, &list, client.InNamespace(req.Namespace), client.MatchingFields{planIndex: id}); err != nil {
@@ -85,18 +89,17 @@ func (r *reconciler) install(ctx context.Context, id string, planned []*v1.Pod) 
 		return reconcile.Result{}, nil // the plugin is still writing the plan; the next pod's update brings us back
 	}
 	if err != nil {
-		r.warn(planned, "INAPlanInvalid", "Install", "plan %s cannot be installed: %v", id, err)
+		// Retrying cannot mend it: the next change to the pods brings the plan back.
+		_ = r.failed(ctx, planned, "Install", id, refuse(ReasonPlanInvalid, fmt.Errorf("cannot be installed: %w", err)))
 		return reconcile.Result{}, nil
 	}
 	topo, err := r.topology(ctx)
 	if err != nil {
-		r.warn(planned, "INAInstallFailed", "Install", "plan %s: %v", id, err)
-		return reconcile.Result{}, err
+		return reconcile.Result{}, r.failed(ctx, planned, "Install", id, err)
 	}
 	a, err := r.allocate(ctx, pl, topo)
 	if err != nil {
-		r.warn(planned, "INAInstallFailed", "Install", "plan %s: %v", id, err)
-		return reconcile.Result{}, err
+		return reconcile.Result{}, r.failed(ctx, planned, "Install", id, err)
 	}
 	lg.Info("installing a plan", "plan", id, "switchJob", a.SwitchJob, "slots", fmt.Sprintf("%d+%d", a.SlotBase, a.Window),
 		"switches", a.Switches)
@@ -107,8 +110,7 @@ func (r *reconciler) install(ctx context.Context, id string, planned []*v1.Pod) 
 func (r *reconciler) complete(ctx context.Context, pl *plan, topo *topology.Topology, a allocation) (reconcile.Result, error) {
 	wiring, err := pl.wiring(topo, a, r.cfg.Iface)
 	if err != nil {
-		r.warn(pl.pods(), "INAInstallFailed", "Install", "plan %s: %v", pl.id, err)
-		return reconcile.Result{}, err
+		return reconcile.Result{}, r.failed(ctx, pl.pods(), "Install", pl.id, refuse(ReasonNotInTopology, err))
 	}
 	// 1. The finalizer and the wiring, the record of the switch job, before anything is on a switch.
 	pods := pl.pods()
@@ -126,15 +128,8 @@ func (r *reconciler) complete(ctx context.Context, pl *plan, topo *topology.Topo
 	}
 	// 2. The job on the switches.
 	if pl.usesSwitch() {
-		jc, err := pl.jobConfig(topo, a)
-		if err != nil {
-			r.warn(pods, "INAInstallFailed", "Install", "plan %s: deriving switch job %d: %v", pl.id, a.SwitchJob, err)
-			return reconcile.Result{}, err
-		}
-		// A conflict is this job, added before a restart: its id is reserved by the pods' wiring.
-		if err := r.cfg.Controller.AddJob(ctx, jc); err != nil && !strings.Contains(err.Error(), "409") {
-			r.warn(pods, "INAInstallFailed", "Install", "plan %s: adding switch job %d: %v", pl.id, a.SwitchJob, err)
-			return reconcile.Result{}, err
+		if err := r.addJob(ctx, pl, topo, a); err != nil {
+			return reconcile.Result{}, r.failed(ctx, pods, "Install", pl.id, err)
 		}
 	}
 	// 3. Ready: the plugin binds the pods.
@@ -149,6 +144,8 @@ func (r *reconciler) complete(ctx context.Context, pl *plan, topo *topology.Topo
 			"switch job %d on %v (slots %d..%d, priority cap %d, INA %v)", a.SwitchJob, a.Switches, a.SlotBase,
 			a.SlotBase+a.Window-1, pl.priorityCap(), pl.ina)
 	}
+	r.report(ctx, pods, v1.ConditionTrue, ReasonInstalled, "Install", fmt.Sprintf("plan %s: switch job %d on %v (slots %d..%d)",
+		pl.id, a.SwitchJob, a.Switches, a.SlotBase, a.SlotBase+a.Window-1))
 	log.FromContext(ctx).Info("plan installed", "plan", pl.id, "switchJob", a.SwitchJob)
 	return reconcile.Result{}, nil
 }
@@ -209,11 +206,10 @@ func (r *reconciler) follow(ctx context.Context, id string, members, planned []*
 	}
 	topo, err := r.topology(ctx)
 	if err != nil {
-		r.warn(planned, "INAInstallFailed", "Install", "plan %s: %v", id, err)
-		return reconcile.Result{}, err
+		return reconcile.Result{}, r.failed(ctx, planned, "Install", id, err)
 	}
 	if a.Switches, err = pl.switches(topo); err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, r.failed(ctx, planned, "Install", id, refuse(ReasonNotInTopology, err))
 	}
 	r.allocs[id] = a
 	return r.complete(ctx, pl, topo, a)
@@ -238,14 +234,16 @@ func (r *reconciler) recordedOf(id string, members []*v1.Pod) (allocation, bool)
 func (r *reconciler) remove(ctx context.Context, id string, members, planned []*v1.Pod, reason string, doomed func(*v1.Pod) bool) (reconcile.Result, error) {
 	a, ok := r.recordedOf(id, members)
 	if !ok {
-		r.warn(members, "INARemoveFailed", "Remove", "plan %s ended (%s), but its pods' wiring records no switch job: remove it by hand, then the finalizer %s", id, reason, gang.Finalizer)
-		return reconcile.Result{}, fmt.Errorf("plan %s: no switch job recorded", id)
+		return reconcile.Result{}, r.failed(ctx, members, "Remove", id, refuse(ReasonPlanInvalid, fmt.Errorf(
+			"ended (%s), but its pods' wiring records no switch job: remove it by hand, then the finalizer %s", reason, gang.Finalizer)))
 	}
-	// Not found is a job that never reached the switch controller (or has no entries).
-	if err := r.cfg.Controller.RemoveJob(ctx, a.SwitchJob); err != nil && !strings.Contains(err.Error(), "404") {
-		r.warn(members, "INARemoveFailed", "Remove", "plan %s ended (%s); removing switch job %d: %v", id, reason, a.SwitchJob, err)
-		return reconcile.Result{}, err
+	// Not found (the controller's answer 404, nothing else) is a job that never reached the switch
+	// controller, one it lost, or one without entries: nothing of it is on a switch.
+	if err := r.cfg.Controller.RemoveJob(ctx, a.SwitchJob); err != nil && !api.IsNotFound(err) {
+		return reconcile.Result{}, r.failed(ctx, members, "Remove", id,
+			controllerErr(err, "ended (%s); removing switch job %d", reason, a.SwitchJob))
 	}
+	r.report(ctx, members, v1.ConditionFalse, ReasonRemoved, "Remove", fmt.Sprintf("plan %s: switch job %d removed: %s", id, a.SwitchJob, reason))
 	for _, p := range planned {
 		if p.DeletionTimestamp != nil || terminal(p) || !doomed(p) {
 			continue
@@ -327,24 +325,44 @@ func (r *reconciler) patch(ctx context.Context, p *v1.Pod, edit func(*v1.Pod)) (
 	return q, nil
 }
 
-// warn records a warning event on each pod.
-func (r *reconciler) warn(pods []*v1.Pod, reason, action, format string, args ...any) {
-	for _, p := range pods {
-		r.events.Eventf(p, nil, v1.EventTypeWarning, reason, action, format, args...)
+// addJob adds the plan's switch job to the controller, as Owner's. A conflict is this job only if
+// the controller holds that id as Owner's (added before a restart: the id is reserved by the
+// pods' wiring); another owner's job of the same id is refused.
+func (r *reconciler) addJob(ctx context.Context, pl *plan, topo *topology.Topology, a allocation) error {
+	jc, err := pl.jobConfig(topo, a)
+	if err != nil {
+		return refuse(ReasonNotInTopology, fmt.Errorf("deriving switch job %d: %w", a.SwitchJob, err))
 	}
+	jc.Owner = r.cfg.Owner
+	err = r.cfg.Controller.AddJob(ctx, jc)
+	if err == nil || !api.IsConflict(err) {
+		return controllerErr(err, "adding switch job %d", a.SwitchJob)
+	}
+	jobs, lerr := r.cfg.Controller.Jobs(ctx)
+	if lerr != nil {
+		return controllerErr(lerr, "switch job %d exists: listing the controller's jobs", a.SwitchJob)
+	}
+	for _, j := range jobs {
+		if j.ID == a.SwitchJob && j.Owner != r.cfg.Owner {
+			return refuse(ReasonSwitchJobConflict, fmt.Errorf("the switch controller holds switch job %d as %q's, not this operator's (%q)",
+				a.SwitchJob, j.Owner, r.cfg.Owner))
+		}
+	}
+	return nil
 }
 
 // topology reads topology.json from its ConfigMap.
 func (r *reconciler) topology(ctx context.Context) (*topology.Topology, error) {
 	var cm v1.ConfigMap
 	if err := r.api.Get(ctx, r.cfg.Topology, &cm); err != nil {
-		return nil, fmt.Errorf("topology ConfigMap %s: %w", r.cfg.Topology, err)
+		return nil, refuse(ReasonTopologyUnavailable, fmt.Errorf("topology ConfigMap %s: %w", r.cfg.Topology, err))
 	}
 	s, ok := cm.Data[r.cfg.TopologyKey]
 	if !ok {
-		return nil, fmt.Errorf("topology ConfigMap %s has no key %s", r.cfg.Topology, r.cfg.TopologyKey)
+		return nil, refuse(ReasonTopologyUnavailable, fmt.Errorf("topology ConfigMap %s has no key %s", r.cfg.Topology, r.cfg.TopologyKey))
 	}
-	return topology.Parse(fmt.Sprintf("ConfigMap %s, %s", r.cfg.Topology, r.cfg.TopologyKey), []byte(s))
+	t, err := topology.Parse(fmt.Sprintf("ConfigMap %s, %s", r.cfg.Topology, r.cfg.TopologyKey), []byte(s))
+	return t, refuse(ReasonTopologyUnavailable, err)
 }
 
 // allocate gives a plan its switch job id, the next after the one given last that no live plan
@@ -355,7 +373,7 @@ func (r *reconciler) topology(ctx context.Context) (*topology.Topology, error) {
 func (r *reconciler) allocate(ctx context.Context, pl *plan, topo *topology.Topology) (allocation, error) {
 	switches, err := pl.switches(topo)
 	if err != nil {
-		return allocation{}, err
+		return allocation{}, refuse(ReasonNotInTopology, err)
 	}
 	if a, ok := r.allocs[pl.id]; ok {
 		return a, nil
@@ -402,7 +420,7 @@ func (r *reconciler) allocate(ctx context.Context, pl *plan, topo *topology.Topo
 	}
 	ctl, err := r.cfg.Controller.Jobs(ctx)
 	if err != nil {
-		return allocation{}, fmt.Errorf("listing the switch controller's jobs: %w", err)
+		return allocation{}, controllerErr(err, "listing the switch controller's jobs")
 	}
 	for _, j := range ctl {
 		used[j.ID] = true
@@ -415,7 +433,7 @@ func (r *reconciler) allocate(ctx context.Context, pl *plan, topo *topology.Topo
 	}
 	id := scheduler.NextSwitchJob(r.last, func(id int) bool { return used[id] })
 	if id == 0 {
-		return allocation{}, fmt.Errorf("no free switch job id (1..%d)", scheduler.MaxSwitchJob)
+		return allocation{}, refuse(ReasonNoSwitchJobFree, fmt.Errorf("no free switch job id (1..%d)", scheduler.MaxSwitchJob))
 	}
 	r.last = id
 	win, active := window(r.cfg, topo)

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -36,14 +37,20 @@ func main() {
 	namespace := flag.String("namespace", "", "only this namespace's pods (default all)")
 	leader := flag.Bool("leader-elect", false, "elect one active replica (a Lease named "+operator.Name+")")
 	leaderNS := flag.String("leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's)")
+	owner := flag.String("owner", "", "owner written on the switch jobs this operator adds; only its own are ever cleaned up "+
+		"(default "+operator.Name+", or "+operator.Name+"/NAMESPACE with --namespace; give each operator sharing a controller its own)")
+	syncEvery := flag.Duration("sync-interval", 30*time.Second, "how often running gangs are compared with the switch controller's jobs")
+	maxRetry := flag.Duration("max-retry-delay", 30*time.Second, "the longest a failed step waits before it is tried again")
 	flag.Parse()
-	if err := run(*ctlAddr, *ctlToken, *ctlCA, *topo, *topoKey, *window, *iface, *namespace, *leader, *leaderNS); err != nil {
+	cfg := operator.Config{TopologyKey: *topoKey, Window: *window, Iface: *iface, Namespace: *namespace, LeaderElection: *leader,
+		LeaderElectionNamespace: *leaderNS, Owner: *owner, SyncInterval: *syncEvery, MaxRetryDelay: *maxRetry}
+	if err := run(*ctlAddr, *ctlToken, *ctlCA, *topo, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "ina-operator:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctlAddr, ctlToken, ctlCA, topo, topoKey string, window int, iface, namespace string, leader bool, leaderNS string) error {
+func run(ctlAddr, ctlToken, ctlCA, topo string, cfg operator.Config) error {
 	ns, name, ok := strings.Cut(topo, "/")
 	if !ok || ns == "" || name == "" {
 		return errors.New("--topology-configmap NAMESPACE/NAME is required")
@@ -59,7 +66,6 @@ func run(ctlAddr, ctlToken, ctlCA, topo, topoKey string, window int, iface, name
 	ctrl.SetLogger(klog.NewKlogr())
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	return operator.Run(ctx, rc, operator.Config{Controller: ctl, Topology: types.NamespacedName{Namespace: ns, Name: name},
-		TopologyKey: topoKey, Window: window, Iface: iface, Namespace: namespace, LeaderElection: leader,
-		LeaderElectionNamespace: leaderNS})
+	cfg.Controller, cfg.Topology = ctl, types.NamespacedName{Namespace: ns, Name: name}
+	return operator.Run(ctx, rc, cfg)
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	etcd3testing "k8s.io/apiserver/pkg/storage/etcd3/testing"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/client-go/kubernetes"
@@ -25,9 +27,10 @@ import (
 )
 
 // API is a kube-apiserver on an embedded etcd. The GenericWorkload gate is on and
-// scheduling.k8s.io/v1beta1 (PodGroups) is served; the ServiceAccount and TaintNodesByCondition
-// admission plugins are off (no controller-manager makes service accounts or clears the
-// not-ready taint of new Nodes).
+// scheduling.k8s.io/v1beta1 (PodGroups) is served; the RBAC authorizer is on, as on a real
+// cluster (Config is the loopback admin, system:masters; As gives a ServiceAccount's view); the
+// ServiceAccount and TaintNodesByCondition admission plugins are off (no controller-manager makes
+// service accounts or clears the not-ready taint of new Nodes).
 type API struct {
 	Config     *rest.Config
 	Client     kubernetes.Interface
@@ -38,6 +41,7 @@ type API struct {
 
 // Flags are the API server's flags beyond the test server's defaults.
 var Flags = []string{
+	"--authorization-mode=RBAC",
 	"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
 	"--feature-gates=GenericWorkload=true",
 	"--runtime-config=scheduling.k8s.io/v1beta1=true",
@@ -67,6 +71,16 @@ func (a *API) start(t testing.TB) {
 	a.Config = rest.CopyConfig(srv.ClientConfig)
 	a.Config.QPS, a.Config.Burst = 200, 400
 	a.Client = kubernetes.NewForConfigOrDie(a.Config)
+	// RBAC's bootstrap roles are written by a post-start hook that kills the process if the
+	// server stops before it is done (a Restart, a short test): wait for it.
+	err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := a.Client.Discovery().RESTClient().Get().AbsPath("/healthz/poststarthook/rbac/bootstrap-roles").DoRaw(ctx)
+		return err == nil, nil
+	})
+	if err != nil {
+		srv.TearDownFn()
+		t.Fatalf("kube-apiserver: RBAC's bootstrap roles not written within 2 minutes: %v", err)
+	}
 	a.Kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
 	if err := WriteKubeconfig(a.Config, a.Kubeconfig); err != nil {
 		t.Fatal(err)
@@ -81,12 +95,32 @@ func (a *API) Restart(t testing.TB) {
 	a.start(t)
 }
 
-// WriteKubeconfig writes c as a kubeconfig file.
+// As is a client config that acts as ServiceAccount namespace/name: the admin impersonates the
+// account's user and groups, so the RBAC authorizer judges every request as the account's own.
+func (a *API) As(namespace, name string) *rest.Config {
+	c := rest.CopyConfig(a.Config)
+	c.Impersonate = rest.ImpersonationConfig{UserName: serviceaccount.MakeUsername(namespace, name),
+		Groups: serviceaccount.MakeGroupNames(namespace)}
+	return c
+}
+
+// KubeconfigAs writes a kubeconfig file for As(namespace, name) (for components that read one).
+func (a *API) KubeconfigAs(t testing.TB, namespace, name string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig-"+namespace+"-"+name)
+	if err := WriteKubeconfig(a.As(namespace, name), path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// WriteKubeconfig writes c as a kubeconfig file (with its impersonation, if any).
 func WriteKubeconfig(c *rest.Config, path string) error {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData,
 		InsecureSkipTLSVerify: c.Insecure, TLSServerName: c.ServerName}
-	kc.AuthInfos["test"] = &clientcmdapi.AuthInfo{Token: c.BearerToken, ClientCertificateData: c.CertData, ClientKeyData: c.KeyData}
+	kc.AuthInfos["test"] = &clientcmdapi.AuthInfo{Token: c.BearerToken, ClientCertificateData: c.CertData, ClientKeyData: c.KeyData,
+		Impersonate: c.Impersonate.UserName, ImpersonateGroups: c.Impersonate.Groups}
 	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
 	kc.CurrentContext = "test"
 	return clientcmd.WriteToFile(*kc, path)
