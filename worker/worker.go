@@ -342,7 +342,7 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 	return nil
 }
 
-// send transmits chunk c (seq base+c); extra is BYPASS for the PS path and RESEND for a retry.
+// send transmits chunk c (seq base+step*c); extra is BYPASS for the PS path and RESEND for a retry.
 func (w *Worker) send(base uint32, c int, st *inflight, cd codec, extra wire.Flags, now time.Time) error {
 	f := &w.tmpl
 	f.INA.Seq = base + w.step*uint32(c)
