@@ -254,10 +254,11 @@ func (e *Extender) planLocked(pod *v1.Pod, key gang.Key, cands []string) (*attem
 		onNode[p.Spec.NodeName] = append(onNode[p.Spec.NodeName], p)
 	}
 	refused := map[string]string{}
+	refusal := g.NodeFilter()
 	for _, n := range nodes {
 		if !slices.Contains(cands, n.Name) {
 			refused[n.Name] = fmt.Sprintf("kube-scheduler's filters reject node %s for pod %s", n.Name, pod.Name)
-		} else if why := g.Refusal(n, gang.FreeOf(n, onNode[n.Name])); why != "" {
+		} else if why := refusal(n, gang.FreeOf(n, onNode[n.Name])); why != "" {
 			refused[n.Name] = why
 		}
 	}

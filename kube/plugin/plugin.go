@@ -39,7 +39,7 @@ type NetPack struct {
 	args   Args
 	cfg    gang.Config
 	pods   corelisters.PodLister
-	byGang cache.Indexer // the scheduler's pod informer's store, indexed by gang (gangIndex)
+	byGang cache.Indexer // the scheduler's pod informer's store, indexed by gang (gang.IndexName): PreEnqueue runs for each pod of each waiting gang, under the queue's lock, and lists no other pod
 	nodes  corelisters.NodeLister
 	group  gang.PodGroups
 	// views keeps the cluster's view between gangs: rebuilding it costs several times NetPack's
@@ -50,22 +50,6 @@ type NetPack struct {
 	plans map[gang.Key]*attempt
 	// refused is the last refusal written onto each pod (refuse writes a new one only).
 	refused map[types.UID]string
-}
-
-// gangIndex indexes the scheduler's pod informer by gang (gang.Key's String), so that a gang's
-// pods are found without listing every pod of the cluster (PreEnqueue runs for each pod of each
-// waiting gang, under the scheduling queue's lock).
-const gangIndex = "inapack.io/gang"
-
-func indexByGang(obj any) ([]string, error) {
-	p, ok := obj.(*v1.Pod)
-	if !ok {
-		return nil, nil
-	}
-	if k, ok := gang.KeyOf(p); ok {
-		return []string{k.String()}, nil
-	}
-	return nil, nil
 }
 
 // mutation breaks the gang logic on purpose, for the mutation check only (mutation_test.go sets
@@ -140,8 +124,8 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, err
 	}
 	inf := h.SharedInformerFactory().Core().V1().Pods().Informer()
-	if _, ok := inf.GetIndexer().GetIndexers()[gangIndex]; !ok { // a second profile shares the informer
-		if err := inf.AddIndexers(cache.Indexers{gangIndex: indexByGang}); err != nil {
+	if _, ok := inf.GetIndexer().GetIndexers()[gang.IndexName]; !ok { // a second profile shares the informer
+		if err := inf.AddIndexers(cache.Indexers{gang.IndexName: gang.IndexFunc}); err != nil {
 			return nil, fmt.Errorf("NetPack: indexing pods by gang: %w", err)
 		}
 	}
@@ -180,7 +164,7 @@ func (p *NetPack) collect(pod *v1.Pod) (*gang.Gang, error) {
 		}
 		minCount = n
 	}
-	objs, err := p.byGang.ByIndex(gangIndex, key.String())
+	objs, err := p.byGang.ByIndex(gang.IndexName, key.String())
 	if err != nil {
 		return nil, err
 	}
@@ -299,6 +283,7 @@ func (p *NetPack) attemptFor(ctx context.Context, key gang.Key, pod *v1.Pod, nod
 	var ns []*v1.Node
 	var assigned []*v1.Pod
 	refused := map[string]string{}
+	refusal := g.NodeFilter()
 	for _, ni := range nodes {
 		n := ni.Node()
 		ns = append(ns, n)
@@ -307,7 +292,7 @@ func (p *NetPack) attemptFor(ctx context.Context, key gang.Key, pod *v1.Pod, nod
 		}
 		free := gang.Free{MilliCPU: ni.GetAllocatable().GetMilliCPU() - ni.GetRequested().GetMilliCPU(),
 			Memory: ni.GetAllocatable().GetMemory() - ni.GetRequested().GetMemory()}
-		if why := g.Refusal(n, free); why != "" {
+		if why := refusal(n, free); why != "" {
 			refused[n.Name] = why
 		}
 	}
