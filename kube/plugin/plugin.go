@@ -185,6 +185,9 @@ func (p *NetPack) refuse(ctx context.Context, pod *v1.Pod, why string) {
 		p.mu.Unlock()
 		return
 	}
+	if len(p.refused) >= 10000 {
+		p.refused = map[types.UID]string{} // deleted pods' entries; a pod still refused gets one more write
+	}
 	p.refused[pod.UID] = why
 	p.mu.Unlock()
 	p.h.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, "NetPackGangRefused", "Scheduling", "%s", why)
