@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -192,7 +193,7 @@ func (e *Extender) nodeFor(pod *v1.Pod, key gang.Key, cands []string) (string, e
 	a := e.plans[key]
 	if a == nil {
 		var err error
-		if a, err = e.planLocked(pod, key); err != nil {
+		if a, err = e.planLocked(pod, key, cands); err != nil {
 			return "", err
 		}
 	}
@@ -211,8 +212,11 @@ func (e *Extender) nodeFor(pod *v1.Pod, key gang.Key, cands []string) (string, e
 }
 
 // planLocked plans key's gang on the cluster the informers show, plus every other gang's planned
-// pods the API does not show bound yet.
-func (e *Extender) planLocked(pod *v1.Pod, key gang.Key) (*attempt, error) {
+// pods the API does not show bound yet. NetPack chooses only among nodes every pod of the gang may
+// go to (gang.Refusal: cordons, taints, affinity, CPU and memory) and that kube-scheduler's own
+// filters left as candidates for this pod (cands), so a plan it cannot follow is not made again
+// with the same inputs.
+func (e *Extender) planLocked(pod *v1.Pod, key gang.Key, cands []string) (*attempt, error) {
 	all, err := e.pods.List(labels.Everything())
 	if err != nil {
 		return nil, err
@@ -240,15 +244,33 @@ func (e *Extender) planLocked(pod *v1.Pod, key gang.Key) (*attempt, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := e.views.View(e.cfg.Model, nodes, e.assignedLocked(all, key))
+	assigned := e.assignedLocked(all, key)
+	v, err := e.views.View(e.cfg.Model, nodes, assigned)
 	if err != nil {
 		return nil, err
 	}
+	onNode := map[string][]*v1.Pod{}
+	for _, p := range assigned {
+		onNode[p.Spec.NodeName] = append(onNode[p.Spec.NodeName], p)
+	}
+	refused := map[string]string{}
+	refusal := g.NodeFilter()
+	for _, n := range nodes {
+		if !slices.Contains(cands, n.Name) {
+			refused[n.Name] = fmt.Sprintf("kube-scheduler's filters reject node %s for pod %s", n.Name, pod.Name)
+		} else if why := refusal(n, gang.FreeOf(n, onNode[n.Name])); why != "" {
+			refused[n.Name] = why
+		}
+	}
+	v.Exclude(refused)
 	for _, s := range v.Skipped {
 		e.log.Info("extender: a running gang does not fit its nodes' GPUs; left out", "err", s)
 	}
 	plan, err := v.Place(e.cfg.Model, g, fmt.Sprintf("%s#%d", key, time.Now().UnixNano()))
 	if err != nil {
+		if len(refused) > 0 {
+			err = fmt.Errorf("%w (%d nodes refused, e.g. %s)", err, len(refused), refused[slices.Sorted(maps.Keys(refused))[0]])
+		}
 		return nil, err
 	}
 	a := &attempt{plan: plan, pods: map[types.UID]*v1.Pod{}, made: time.Now(), arrived: sets.New[types.UID](),

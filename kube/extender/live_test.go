@@ -121,6 +121,35 @@ func TestExtender(t *testing.T) {
 	t.Run("WholeGangs", func(t *testing.T) { wholeGangs(ctx, t, e) })
 	t.Run("CountsPodsBeingBound", func(t *testing.T) { countsPodsBeingBound(ctx, t, e) })
 	t.Run("GangThatCannotFitStartsNoPod", func(t *testing.T) { cannotFit(ctx, t, e) })
+	t.Run("CordonedNodeAvoided", func(t *testing.T) { cordonedNodeAvoided(ctx, t, e) })
+}
+
+// cordonedNodeAvoided: with the node NetPack would pick for a gang's worker cordoned, the gang
+// is placed whole on the free nodes elsewhere, not planned onto the cordoned node again and again.
+func cordonedNodeAvoided(ctx context.Context, t *testing.T, e *env) {
+	svc := e.namespace(ctx, t, "cordon")
+	j := kubetest.Job{Namespace: "cordon", Name: "a", Workers: 2, GPUsPerWorker: 2, Model: "vgg16", PodGroup: true}
+	preferred, _, err := svc.Place(j)
+	kubetest.Fatal(t, err)
+	setUnschedulable := func(v bool) {
+		n, err := e.api.Client.CoreV1().Nodes().Get(ctx, preferred[0], metav1.GetOptions{})
+		kubetest.Fatal(t, err)
+		n.Spec.Unschedulable = v
+		_, err = e.api.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		kubetest.Fatal(t, err)
+	}
+	setUnschedulable(true)
+	t.Cleanup(func() { setUnschedulable(false) })
+	time.Sleep(500 * time.Millisecond) // the informers see the cordon
+	kubetest.Fatal(t, kubetest.Submit(ctx, e.api.Client, j))
+	nodes, err := kubetest.WaitBound(ctx, e.api.Client, j, 60*time.Second)
+	kubetest.Fatal(t, err)
+	t.Logf("preferred %v; with %s cordoned: %v", preferred, preferred[0], nodes)
+	for p, n := range nodes {
+		if n == preferred[0] {
+			t.Errorf("pod %s bound to cordoned %s", p, n)
+		}
+	}
 }
 
 // checkPlaced: every pod of j is bound where the service places j, and all carry one plan.

@@ -38,8 +38,12 @@ const (
 	// RankAnnotation is a worker's rank (its bit in the switch's worker bitmap): remote workers in
 	// node order first, the worker on the PS's node (if any) last, as the scheduler service ranks.
 	RankAnnotation = "inapack.io/rank"
-	// MemberAnnotation is a worker's index among the gang's workers on its node, 0..k-1 (the INA
-	// header's member: the switch tells the workers behind one port apart by it); absent is 0.
+	// MemberAnnotation is a worker's index among its gang's workers on the same node, 0..k-1 (k
+	// worker pods of one gang may share a node: NetPack places GPUs per machine, and 1-GPU worker
+	// pods on a multi-GPU node make up its share). The members of a node in pod-name order; where
+	// the node is the PS's, its last member is the local worker (LocalAnnotation), so the members
+	// that send through the switch port are 0.. without a gap. The operator and the data plane
+	// tell workers behind one switch port apart by it (the INA header's member); absent is 0.
 	MemberAnnotation = "inapack.io/member"
 	// WorldSizeAnnotation is the gang's number of workers.
 	WorldSizeAnnotation = "inapack.io/world-size"

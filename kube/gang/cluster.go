@@ -70,6 +70,8 @@ type View struct {
 	Running map[Key]netpack.Placement
 	// Skipped says why a running gang was left out of Running (a stale or odd view).
 	Skipped []error
+	// Refused are the nodes Exclude took out of the gang's choice, with why.
+	Refused map[string]string
 }
 
 // GPUs is what a resource list holds of GPUResource.

@@ -54,6 +54,12 @@ type Gang struct {
 // ErrIncomplete: fewer pods than the gang's minimum exist yet; the gang waits.
 var ErrIncomplete = errors.New("waiting for the gang's pods")
 
+// ErrTooMany: the gang has more live pods than its minCount. INAPack takes minCount as the job's
+// size (its PS and every worker: the switch sums exactly world-size workers), so a gang is planned
+// only with exactly minCount pods; a pod beyond them (one created late, after the gang was planned
+// with fewer) would start a job whose world size is not the one its pods were written for.
+var ErrTooMany = errors.New("more pods than the gang's minCount")
+
 // Collect builds the gang key from its live pods (any phase but terminal, not being deleted).
 // minCount is the PodGroup's gang minimum (0 for a label gang: MinCountAnnotation). A gang that
 // can never run (no PS, two PSes, a worker without GPUs, an unknown model) is an error that says
@@ -95,8 +101,13 @@ func Collect(key Key, pods []*v1.Pod, minCount int) (*Gang, error) {
 		}
 		g.MinCount = 1 + len(g.Workers)
 	}
-	if have := len(g.Workers) + btoi(g.PS != nil); have < g.MinCount {
+	have := len(g.Workers) + btoi(g.PS != nil)
+	if have < g.MinCount {
 		return g, fmt.Errorf("%w: %d of %d", ErrIncomplete, have, g.MinCount)
+	}
+	if have > g.MinCount {
+		return nil, fmt.Errorf("gang %s: %w: %d live pods, minCount %d: an INAPack gang runs all its pods as one job (minCount = workers + 1); set minCount to the pod count, or delete the pods beyond it",
+			key, ErrTooMany, have, g.MinCount)
 	}
 	if g.PS == nil {
 		return nil, fmt.Errorf("gang %s: no pod labelled %s=%s: a job needs its parameter server", key, RoleLabel, RolePS)
@@ -135,9 +146,11 @@ func (g *Gang) Pods() []*v1.Pod { return append([]*v1.Pod{g.PS}, g.Workers...) }
 type Plan struct {
 	ID  string
 	Key Key
-	// Node and Rank per pod (Rank for workers only); PSNode is the PS's node.
+	// Node and Rank per pod (Rank for workers only); PSNode is the PS's node. Member is a worker's
+	// index among the plan's workers on its node (0..k-1; MemberAnnotation).
 	Node      map[types.UID]string
 	Rank      map[types.UID]int
+	Member    map[types.UID]int
 	PSNode    string
 	WorldSize int
 	// Local is the worker on the PS's node, if any ("" otherwise).
@@ -178,28 +191,42 @@ func (v *View) Place(cfg Config, g *Gang, id string) (*Plan, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: gang %s needs %d GPUs in a placement %s allows; %d are free", ErrNoFit, g.Key, j.GPUs, cfg.Policy, v.free(running))
 	}
-	pl := &Plan{ID: id, Key: g.Key, Node: map[types.UID]string{}, Rank: map[types.UID]int{}, PSNode: v.Nodes[p.PS],
-		WorldSize: len(g.Workers), INA: p.INA, Priority: p.Priority, Placement: p}
+	pl := &Plan{ID: id, Key: g.Key, Node: map[types.UID]string{}, Rank: map[types.UID]int{}, Member: map[types.UID]int{},
+		PSNode: v.Nodes[p.PS], WorldSize: len(g.Workers), INA: p.INA, Priority: p.Priority, Placement: p}
 	pl.Node[g.PS.UID] = pl.PSNode
+	// Largest pods first, so that a machine's GPUs are made up of whole pods where they can be.
 	free := slices.Clone(g.Workers)
+	slices.SortStableFunc(free, func(a, b *v1.Pod) int { return cmp.Compare(PodGPUs(b), PodGPUs(a)) })
 	var local *v1.Pod
 	rank := 0
 	for _, w := range p.Workers { // ascending machines
 		node := v.Nodes[w.Machine]
-		i := slices.IndexFunc(free, func(pod *v1.Pod) bool { return PodGPUs(pod) == w.GPUs })
-		if i < 0 {
-			return nil, fmt.Errorf("%w: %s places %d GPUs of gang %s on node %s, and no worker pod left requests %d (a worker runs on one node)",
+		var on []*v1.Pod
+		left := w.GPUs
+		for i := 0; i < len(free) && left > 0; {
+			if n := PodGPUs(free[i]); n <= left {
+				on = append(on, free[i])
+				left -= n
+				free = slices.Delete(free, i, i+1)
+				continue
+			}
+			i++
+		}
+		if left > 0 {
+			return nil, fmt.Errorf("%w: %s places %d GPUs of gang %s on node %s, and no set of the worker pods left makes up %d (a worker pod runs on one node)",
 				ErrNoFit, cfg.Policy, w.GPUs, g.Key, node, w.GPUs)
 		}
-		pod := free[i]
-		free = slices.Delete(free, i, i+1)
-		pl.Node[pod.UID] = node
-		if w.Machine == p.PS {
-			local = pod
-			continue
+		slices.SortFunc(on, func(a, b *v1.Pod) int { return cmp.Compare(a.Name, b.Name) })
+		for m, pod := range on {
+			pl.Node[pod.UID] = node
+			pl.Member[pod.UID] = m
+			if w.Machine == p.PS && m == len(on)-1 {
+				local = pod // the PS's node's last member reaches the PS over the node's private link
+				continue
+			}
+			pl.Rank[pod.UID] = rank
+			rank++
 		}
-		pl.Rank[pod.UID] = rank
-		rank++
 	}
 	if len(free) > 0 {
 		return nil, fmt.Errorf("%w: %s's placement of gang %s leaves worker pod %s without a node", ErrNoFit, cfg.Policy, g.Key, free[0].Name)
@@ -243,7 +270,77 @@ func (pl *Plan) Annotations(pod *v1.Pod) map[string]string {
 	if r, ok := pl.Rank[pod.UID]; ok {
 		a[RankAnnotation] = strconv.Itoa(r)
 	}
+	if m, ok := pl.Member[pod.UID]; ok {
+		a[MemberAnnotation] = strconv.Itoa(m)
+	}
 	return a
+}
+
+// ErrBrokenPlan: the gang's pods carry a plan that cannot be resumed (pods of it disagree, or a
+// node of it is gone) while some of them are bound already.
+var ErrBrokenPlan = errors.New("the gang's plan cannot be resumed")
+
+// PlanOf is the plan the gang's pods carry in the API (the plugin writes it onto every pod of the
+// gang before it binds the first), so that any scheduler (another replica, or this one after a
+// restart) resumes it rather than planning pods already bound anew. nil, nil: no pod carries a
+// plan, or the pods carry parts of plans none of whose pods is bound (abandoned whole: the
+// caller plans anew). A plan some pods are bound by but that is not whole on every pod is
+// ErrBrokenPlan.
+func PlanOf(g *Gang) (*Plan, error) {
+	pods := g.Pods()
+	ids := map[string]bool{}
+	bound := ""
+	for _, p := range pods {
+		ids[p.Annotations[PlanAnnotation]] = true
+		if p.Spec.NodeName != "" && bound == "" {
+			bound = p.Name + "@" + p.Spec.NodeName
+		}
+	}
+	if len(ids) == 1 && ids[""] {
+		return nil, nil
+	}
+	abandon := func(why string) (*Plan, error) {
+		if bound != "" {
+			return nil, fmt.Errorf("gang %s: %w: %s, and pod %s is bound", g.Key, ErrBrokenPlan, why, bound)
+		}
+		return nil, nil
+	}
+	if len(ids) != 1 {
+		return abandon(fmt.Sprintf("its pods carry %d different plans", len(ids)))
+	}
+	pl := &Plan{Key: g.Key, Node: map[types.UID]string{}, Rank: map[types.UID]int{}, Member: map[types.UID]int{}}
+	for _, p := range pods {
+		a := p.Annotations
+		pl.ID = a[PlanAnnotation]
+		node := a[NodeAnnotation]
+		if node == "" || (p.Spec.NodeName != "" && p.Spec.NodeName != node) {
+			return abandon(fmt.Sprintf("pod %s has no node in plan %s", p.Name, pl.ID))
+		}
+		pl.Node[p.UID] = node
+		pl.PSNode, pl.INA = a[PSNodeAnnotation], a[INAAnnotation] != "false"
+		pr, _ := strconv.Atoi(a[PriorityAnnotation])
+		pl.Priority = uint8(pr)
+		ws, err := strconv.Atoi(a[WorldSizeAnnotation])
+		if err != nil || ws != len(g.Workers) {
+			return abandon(fmt.Sprintf("plan %s's world size %q is not the gang's %d workers", pl.ID, a[WorldSizeAnnotation], len(g.Workers)))
+		}
+		pl.WorldSize = ws
+		if p == g.PS {
+			continue
+		}
+		r, err := strconv.Atoi(a[RankAnnotation])
+		if err != nil {
+			return abandon(fmt.Sprintf("worker %s has no rank in plan %s", p.Name, pl.ID))
+		}
+		pl.Rank[p.UID] = r
+		if m, err := strconv.Atoi(a[MemberAnnotation]); err == nil {
+			pl.Member[p.UID] = m
+		}
+		if a[LocalAnnotation] == "true" {
+			pl.Local = p.UID
+		}
+	}
+	return pl, nil
 }
 
 // String is the plan as the plugin logs it: node per rank, the PS, INA, priority.

@@ -5,12 +5,16 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
 
 	"github.com/inapack/inapack/kube/gang"
 )
 
 // Args are the plugin's arguments in a KubeSchedulerConfiguration profile (pluginConfig, name
-// NetPack). Every field is optional.
+// NetPack), as scheduler-plugins' CoschedulingArgs are: a typed struct decoded strictly (a
+// misspelt or unknown field is an error that names it), defaulted (SetDefaults) and validated
+// (Validate) before the plugin starts. Every field is optional.
 type Args struct {
 	// Policy is the placement policy (default netpack; the baselines are there for comparison).
 	Policy string `json:"policy,omitempty"`
@@ -27,9 +31,48 @@ type Args struct {
 	PermitTimeout *metav1.Duration `json:"permitTimeout,omitempty"`
 	// ReadyTimeout is how long a pod waits before its bind for the operator to have installed its
 	// gang on the switches (default 60s); WaitForOperator false binds at once (placement only, no
-	// operator deployed).
+	// operator deployed; default true).
 	ReadyTimeout    *metav1.Duration `json:"readyTimeout,omitempty"`
 	WaitForOperator *bool            `json:"waitForOperator,omitempty"`
+}
+
+// DecodeArgs is obj (the profile's args for NetPack; nil for none) as Args, strictly: an unknown
+// field (a misspelling) or a value of the wrong type is an error; then defaulted and validated.
+func DecodeArgs(obj runtime.Object) (Args, error) {
+	var a Args
+	if obj != nil {
+		u, ok := obj.(*runtime.Unknown)
+		if !ok {
+			return a, fmt.Errorf("NetPack args: want runtime.Unknown, got %T", obj)
+		}
+		if len(u.Raw) > 0 {
+			// JSON is YAML: one strict decoder for either content type.
+			if err := yaml.UnmarshalStrict(u.Raw, &a); err != nil {
+				return a, fmt.Errorf("NetPack args: %w (the fields are policy, nicGbps, uplinkGbps, coreGbps, inaMemoryBytes, rtt, permitTimeout, readyTimeout, waitForOperator)", err)
+			}
+		}
+	}
+	a.SetDefaults()
+	return a, a.Validate()
+}
+
+// SetDefaults fills what a leaves unset.
+func (a *Args) SetDefaults() {
+	c := gang.Config{Policy: a.Policy, NICGbps: a.NICGbps, UplinkGbps: a.UplinkGbps, INAMemoryBytes: a.INAMemoryBytes}.WithDefaults()
+	a.Policy, a.NICGbps, a.UplinkGbps, a.INAMemoryBytes = c.Policy, c.NICGbps, c.UplinkGbps, c.INAMemoryBytes
+	if a.RTT == nil {
+		a.RTT = &metav1.Duration{Duration: time.Duration(c.WithDefaults().RTT)}
+	}
+	if a.PermitTimeout == nil {
+		a.PermitTimeout = &metav1.Duration{Duration: time.Minute}
+	}
+	if a.ReadyTimeout == nil {
+		a.ReadyTimeout = &metav1.Duration{Duration: time.Minute}
+	}
+	if a.WaitForOperator == nil {
+		t := true
+		a.WaitForOperator = &t
+	}
 }
 
 func dur(d *metav1.Duration, def time.Duration) time.Duration {
@@ -51,7 +94,7 @@ func (a *Args) Validate() error {
 		return fmt.Errorf("NetPack args: %w", err)
 	}
 	for name, d := range map[string]*metav1.Duration{"rtt": a.RTT, "permitTimeout": a.PermitTimeout, "readyTimeout": a.ReadyTimeout} {
-		if d != nil && d.Duration < 0 {
+		if d != nil && d.Duration <= 0 {
 			return fmt.Errorf("NetPack args: %s %v: want a positive duration", name, d.Duration)
 		}
 	}

@@ -2,7 +2,6 @@ package plugin_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -75,18 +74,6 @@ func TestGangTooLargeStaysPending(t *testing.T) {
 	kubetest.Fatal(t, err)
 	t.Logf("pending because: %s", why)
 	kubetest.NoneBound(ctx, t, api.Client, j)
-}
-
-// TestGangNeverCompleteStaysPending: a gang whose minimum is never met binds no pod.
-func TestGangNeverCompleteStaysPending(t *testing.T) {
-	ctx, api, _ := start(t)
-	for _, pg := range []bool{true, false} {
-		j := kubetest.Job{Namespace: "default", Name: fmt.Sprintf("short-%v", pg), Workers: 1, GPUsPerWorker: 2, Model: "resnet50",
-			PodGroup: pg, MinCount: 3, SchedulerName: "inapack-scheduler"}
-		kubetest.Fatal(t, kubetest.Submit(ctx, api.Client, j))
-		time.Sleep(3 * time.Second)
-		kubetest.NoneBound(ctx, t, api.Client, j)
-	}
 }
 
 // TestUnlabelledNodesINAOff: a gang placed on nodes without a rack label gets INA off in its plan

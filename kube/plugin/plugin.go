@@ -7,20 +7,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
 
 	"github.com/inapack/inapack/kube/gang"
 )
@@ -28,29 +31,44 @@ import (
 // Name is the plugin's name in a scheduler profile.
 const Name = "NetPack"
 
-// NetPack is the plugin. Its only state is the plan of each gang being scheduled: made at the
-// gang's first pod, kept until every pod of it is bound or the gang is given up.
+// NetPack is the plugin. Its state is the plan of each gang being scheduled: made at the gang's
+// first pod (or resumed from the plan the gang's pods carry in the API), kept until every pod of
+// it is bound or the gang is given up.
 type NetPack struct {
-	h     fwk.Handle
-	args  Args
-	cfg   gang.Config
-	pods  corelisters.PodLister
-	group gang.PodGroups
+	h      fwk.Handle
+	args   Args
+	cfg    gang.Config
+	pods   corelisters.PodLister
+	byGang cache.Indexer // the scheduler's pod informer's store, indexed by gang (gang.IndexName): PreEnqueue runs for each pod of each waiting gang, under the queue's lock, and lists no other pod
+	nodes  corelisters.NodeLister
+	group  gang.PodGroups
 	// views keeps the cluster's view between gangs: rebuilding it costs several times NetPack's
 	// own placement at 10,000 nodes.
 	views gang.ViewCache
 
 	mu    sync.Mutex
 	plans map[gang.Key]*attempt
+	// refused is the last refusal written onto each pod (refuse writes a new one only).
+	refused map[types.UID]string
 }
+
+// mutation breaks the gang logic on purpose, for the mutation check only (mutation_test.go sets
+// it in the test binary from INAPACK_MUTATION; nothing else does): the live tests must fail with
+// Permit letting every pod go at once, or with PreEnqueue queueing incomplete gangs.
+var mutation struct{ permitAllows, preEnqueueAdmits bool }
 
 // attempt is one try at a gang: its plan and which of its pods have reserved and bound.
 type attempt struct {
 	plan     *gang.Plan
 	made     time.Time
+	pods     map[types.UID]*v1.Pod
 	gpus     map[types.UID]int
 	reserved sets.Set[types.UID]
 	bound    sets.Set[types.UID]
+	// written: the plan is on every pod of it in the API (the first PreBind writes it, before
+	// any pod of the gang is bound); err is that write's outcome.
+	written sync.Once
+	err     error
 }
 
 // stale says why a plan can no longer be followed ("" if it can): it is older than a whole try
@@ -101,17 +119,19 @@ var (
 
 // New is the plugin's factory (app.WithPlugin(Name, New)).
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-	var args Args
-	if obj != nil {
-		if err := frameworkruntime.DecodeInto(obj, &args); err != nil {
-			return nil, fmt.Errorf("NetPack args: %w", err)
-		}
-	}
-	if err := args.Validate(); err != nil {
+	args, err := DecodeArgs(obj)
+	if err != nil {
 		return nil, err
 	}
-	p := &NetPack{h: h, args: args, cfg: args.Config(), plans: map[gang.Key]*attempt{},
-		pods: h.SharedInformerFactory().Core().V1().Pods().Lister()}
+	inf := h.SharedInformerFactory().Core().V1().Pods().Informer()
+	if _, ok := inf.GetIndexer().GetIndexers()[gang.IndexName]; !ok { // a second profile shares the informer
+		if err := inf.AddIndexers(cache.Indexers{gang.IndexName: gang.IndexFunc}); err != nil {
+			return nil, fmt.Errorf("NetPack: indexing pods by gang: %w", err)
+		}
+	}
+	p := &NetPack{h: h, args: args, cfg: args.Config(), plans: map[gang.Key]*attempt{}, refused: map[types.UID]string{},
+		pods: h.SharedInformerFactory().Core().V1().Pods().Lister(), byGang: inf.GetIndexer(),
+		nodes: h.SharedInformerFactory().Core().V1().Nodes().Lister()}
 	group, err := gang.NewPodGroups(h.ClientSet().Discovery(), h.SharedInformerFactory())
 	if err != nil {
 		klog.FromContext(ctx).Info("NetPack: gangs by label only", "err", err)
@@ -129,7 +149,7 @@ func (p *NetPack) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint,
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.UnscheduledPod, ActionType: fwk.Add}},
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete | fwk.UpdatePodLabel}},
-		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel}},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.Delete | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint}},
 	}, nil
 }
 
@@ -144,12 +164,46 @@ func (p *NetPack) collect(pod *v1.Pod) (*gang.Gang, error) {
 		}
 		minCount = n
 	}
-	// The scheduler's pod informer has no namespace index: list all, Collect keeps the gang's.
-	pods, err := p.pods.List(labels.Everything())
+	objs, err := p.byGang.ByIndex(gang.IndexName, key.String())
 	if err != nil {
 		return nil, err
 	}
+	pods := make([]*v1.Pod, 0, len(objs))
+	for _, o := range objs {
+		pods = append(pods, o.(*v1.Pod))
+	}
 	return gang.Collect(key, pods, minCount)
+}
+
+// refuse makes a gang's refusal visible where its user looks: a PodScheduled=False condition on
+// the pod (reason NetPackGangRefused; the scheduler writes none for a pod PreEnqueue keeps out of
+// the queue) and a Warning event. Asynchronous (PreEnqueue runs under the queue's lock), once per
+// pod and message.
+func (p *NetPack) refuse(ctx context.Context, pod *v1.Pod, why string) {
+	p.mu.Lock()
+	if p.refused[pod.UID] == why {
+		p.mu.Unlock()
+		return
+	}
+	if len(p.refused) >= 10000 {
+		p.refused = map[types.UID]string{} // deleted pods' entries; a pod still refused gets one more write
+	}
+	p.refused[pod.UID] = why
+	p.mu.Unlock()
+	p.h.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, "NetPackGangRefused", "Scheduling", "%s", why)
+	go func() {
+		st := pod.Status.DeepCopy()
+		cond := v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "NetPackGangRefused", Message: why,
+			LastTransitionTime: metav1.Now()}
+		if i := slices.IndexFunc(st.Conditions, func(c v1.PodCondition) bool { return c.Type == v1.PodScheduled }); i >= 0 {
+			st.Conditions[i] = cond
+		} else {
+			st.Conditions = append(st.Conditions, cond)
+		}
+		if err := schedutil.PatchPodStatus(ctx, p.h.ClientSet(), pod.Name, pod.Namespace, &pod.Status, st); err != nil {
+			klog.FromContext(ctx).Info("NetPack: writing a gang's refusal onto its pod", "pod", klog.KObj(pod), "err", err)
+		}
+	}()
 }
 
 // PreEnqueue keeps a gang's pods out of the queue until all of them exist.
@@ -157,7 +211,13 @@ func (p *NetPack) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	if _, ok := gang.KeyOf(pod); !ok {
 		return nil
 	}
+	if mutation.preEnqueueAdmits {
+		return nil
+	}
 	if _, err := p.collect(pod); err != nil {
+		if !errors.Is(err, gang.ErrIncomplete) {
+			p.refuse(context.WithoutCancel(ctx), pod, err.Error())
+		}
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
 	return nil
@@ -183,33 +243,67 @@ func (p *NetPack) PreFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, 
 
 func (p *NetPack) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
-// attemptFor is the gang's current try, planned now if there is none.
+// attemptFor is the gang's current try: the one in memory while it still fits, else the plan
+// the gang's pods carry in the API (a plan this or another scheduler wrote before binding the
+// gang's first pod: resumed whole, or abandoned whole while none of its pods is bound), else a new
+// plan.
 func (p *NetPack) attemptFor(ctx context.Context, key gang.Key, pod *v1.Pod, nodes []fwk.NodeInfo) (*attempt, *fwk.Status) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	maxAge := dur(p.args.PermitTimeout, time.Minute)
 	if a := p.plans[key]; a != nil {
-		why := a.stale(key, nodes, dur(p.args.PermitTimeout, time.Minute))
+		why := a.stale(key, nodes, maxAge)
 		if why == "" {
 			return a, nil
 		}
 		klog.FromContext(ctx).Info("NetPack plans a gang anew", "gang", key.String(), "why", why)
+		delete(p.plans, key)
 	}
 	g, err := p.collect(pod)
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
+	saved, err := gang.PlanOf(g)
+	if err != nil {
+		p.refuse(context.WithoutCancel(ctx), pod, err.Error())
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+	}
+	if saved != nil {
+		a := newAttempt(saved, g)
+		why := a.stale(key, nodes, maxAge)
+		if why == "" {
+			klog.FromContext(ctx).Info("NetPack resumes a gang's plan from its pods", "gang", key.String(), "id", saved.ID, "bound", a.bound.Len())
+			p.plans[key] = a
+			return a, nil
+		}
+		if a.bound.Len() > 0 {
+			err := fmt.Errorf("gang %s: %w: %s, and %d of its pods are bound", key, gang.ErrBrokenPlan, why, a.bound.Len())
+			p.refuse(context.WithoutCancel(ctx), pod, err.Error())
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+		}
+		klog.FromContext(ctx).Info("NetPack abandons a gang's plan whole; none of its pods is bound", "gang", key.String(), "id", saved.ID, "why", why)
+	}
 	var ns []*v1.Node
 	var assigned []*v1.Pod
+	refused := map[string]string{}
+	refusal := g.NodeFilter()
 	for _, ni := range nodes {
-		ns = append(ns, ni.Node())
+		n := ni.Node()
+		ns = append(ns, n)
 		for _, pi := range ni.GetPods() {
 			assigned = append(assigned, pi.GetPod())
+		}
+		free := gang.Free{MilliCPU: ni.GetAllocatable().GetMilliCPU() - ni.GetRequested().GetMilliCPU(),
+			Memory: ni.GetAllocatable().GetMemory() - ni.GetRequested().GetMemory()}
+		if why := refusal(n, free); why != "" {
+			refused[n.Name] = why
 		}
 	}
 	v, err := p.views.View(p.cfg, ns, assigned)
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
+	v.Exclude(refused)
 	for _, s := range v.Skipped {
 		klog.FromContext(ctx).Info("NetPack: a running gang does not fit its nodes' GPUs; left out", "err", s)
 	}
@@ -219,18 +313,33 @@ func (p *NetPack) attemptFor(ctx context.Context, key gang.Key, pod *v1.Pod, nod
 		if !errors.Is(err, gang.ErrNoFit) || g.GPUs() > v.Cluster.TotalGPUs() {
 			code = fwk.UnschedulableAndUnresolvable
 		}
-		return nil, fwk.NewStatus(code, err.Error())
+		msg := err.Error()
+		if len(refused) > 0 {
+			first := slices.Sorted(maps.Keys(refused))[0]
+			msg += fmt.Sprintf(" (%d nodes refused, e.g. %s)", len(refused), refused[first])
+		}
+		return nil, fwk.NewStatus(code, msg)
 	}
 	for _, why := range plan.Why {
 		p.h.EventRecorder().Eventf(g.PS, nil, v1.EventTypeWarning, "NetPackINAOff", "Scheduling", "gang %s: %s", key, why)
 	}
-	klog.FromContext(ctx).Info("NetPack planned a gang", "gang", key.String(), "plan", plan.String(), "id", plan.ID)
-	a := &attempt{plan: plan, made: time.Now(), gpus: map[types.UID]int{}, reserved: sets.New[types.UID](), bound: sets.New[types.UID]()}
-	for _, pod := range g.Pods() {
-		a.gpus[pod.UID] = gang.PodGPUs(pod)
-	}
+	klog.FromContext(ctx).Info("NetPack planned a gang", "gang", key.String(), "plan", plan.String(), "id", plan.ID, "refusedNodes", len(refused))
+	a := newAttempt(plan, g)
 	p.plans[key] = a
 	return a, nil
+}
+
+func newAttempt(plan *gang.Plan, g *gang.Gang) *attempt {
+	a := &attempt{plan: plan, made: time.Now(), pods: map[types.UID]*v1.Pod{}, gpus: map[types.UID]int{},
+		reserved: sets.New[types.UID](), bound: sets.New[types.UID]()}
+	for _, pod := range g.Pods() {
+		a.pods[pod.UID] = pod
+		a.gpus[pod.UID] = gang.PodGPUs(pod)
+		if pod.Spec.NodeName != "" {
+			a.bound.Insert(pod.UID)
+		}
+	}
+	return a
 }
 
 func (p *NetPack) current(pod *v1.Pod) (*attempt, gang.Key) {
@@ -317,8 +426,11 @@ func (p *NetPack) Permit(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ str
 		}
 		return nil, 0
 	}
+	if mutation.permitAllows {
+		return nil, 0
+	}
 	p.mu.Lock()
-	reserved := a.reserved.Len()
+	reserved := a.reserved.Union(a.bound).Len()
 	p.mu.Unlock()
 	if reserved < len(a.plan.Node) {
 		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("gang %s: %d of %d pods placed", key, reserved, len(a.plan.Node))),
@@ -340,22 +452,52 @@ func (p *NetPack) PreBindPreFlight(_ context.Context, _ fwk.CycleState, pod *v1.
 	return nil, nil
 }
 
-// PreBind writes the pod's plan annotations, then waits for the operator to have installed the
-// gang on the switches (ReadyAnnotation equal to the plan), so the pod's containers start with
-// their switch job, slots and PS address in place.
+// PreBind writes the plan onto every pod of the gang (the first PreBind of the try does, before
+// any pod of it is bound: from then on the plan is state in the API that any scheduler resumes),
+// then waits for the operator to have installed the gang on the switches (ReadyAnnotation equal
+// to the plan), so the pod's containers start with their switch job, slots and PS address in
+// place. A node of the plan that is gone by then fails the bind: the whole try is given up
+// (Unreserve) and the gang planned anew, none of it bound to a node that is no more.
 func (p *NetPack) PreBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) *fwk.Status {
 	a, key := p.current(pod)
 	if a == nil {
 		return nil
 	}
-	if err := gang.Annotate(ctx, p.h.ClientSet(), pod, a.plan.Annotations(pod)); err != nil {
-		return fwk.AsStatus(fmt.Errorf("writing the plan of gang %s onto pod %s: %w", key, pod.Name, err))
+	a.written.Do(func() {
+		for uid, gp := range a.pods {
+			if a.bound.Has(uid) && gp.Annotations[gang.PlanAnnotation] == a.plan.ID {
+				continue
+			}
+			if err := gang.Annotate(ctx, p.h.ClientSet(), gp, a.plan.Annotations(gp)); err != nil {
+				a.err = fmt.Errorf("writing the plan of gang %s onto pod %s: %w", key, gp.Name, err)
+				return
+			}
+		}
+	})
+	if a.err != nil {
+		p.drop(key, a)
+		return fwk.AsStatus(a.err)
+	}
+	gone := func() error {
+		for _, n := range sets.List(sets.New(slices.Collect(maps.Values(a.plan.Node))...)) {
+			if _, err := p.nodes.Get(n); apierrors.IsNotFound(err) {
+				return fmt.Errorf("gang %s: node %s of plan %s is gone; the gang is planned anew", key, n, a.plan.ID)
+			}
+		}
+		return nil
 	}
 	if p.args.WaitForOperator != nil && !*p.args.WaitForOperator {
+		if err := gone(); err != nil {
+			p.drop(key, a)
+			return fwk.NewStatus(fwk.Unschedulable, err.Error())
+		}
 		return nil
 	}
 	timeout := dur(p.args.ReadyTimeout, time.Minute)
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if err := gone(); err != nil {
+			return false, err
+		}
 		cur, err := p.pods.Pods(pod.Namespace).Get(pod.Name)
 		if apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("pod deleted")
@@ -363,9 +505,20 @@ func (p *NetPack) PreBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ 
 		return err == nil && cur.Annotations[gang.ReadyAnnotation] == a.plan.ID, nil
 	})
 	if err != nil {
-		return fwk.AsStatus(fmt.Errorf("gang %s: the operator did not install plan %s on the switches within %v: %w", key, a.plan.ID, timeout, err))
+		p.drop(key, a)
+		return fwk.AsStatus(fmt.Errorf("gang %s: plan %s not bound: %w", key, a.plan.ID, err))
 	}
 	return nil
+}
+
+// drop forgets a try (if it is still the gang's): its next pod plans the gang anew, or resumes
+// the plan its pods carry.
+func (p *NetPack) drop(key gang.Key, a *attempt) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.plans[key] == a {
+		delete(p.plans, key)
+	}
 }
 
 // PostBind forgets a gang's plan once every pod of it is bound: from then on the pods themselves

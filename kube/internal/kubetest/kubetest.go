@@ -148,13 +148,16 @@ profiles:
 }
 
 // NetPackProfile is a scheduler profile (for SchedulerConfig) named inapack-scheduler that enables
-// the NetPack plugin with args, YAML lines of its arguments ("rtt: 1ms", ...).
+// the NetPack plugin with args, YAML lines of its arguments ("rtt: 1ms", ...), and disables
+// Kubernetes' own GangScheduling, as deploy/scheduler's profile does.
 func NetPackProfile(args ...string) string {
 	s := `  - schedulerName: inapack-scheduler
     plugins:
       multiPoint:
         enabled:
           - name: NetPack
+        disabled:
+          - name: GangScheduling
     pluginConfig:
       - name: NetPack
         args:`
