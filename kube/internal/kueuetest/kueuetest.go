@@ -7,6 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/inapack/inapack/kube/gang"
@@ -113,12 +119,12 @@ func Start(ctx context.Context, t testing.TB, api *kubetest.API) *Kueue {
 	}); err != nil {
 		t.Fatalf("installing Kueue's CRDs: %v", err)
 	}
-	hooks, err := webhookConfigs(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	wh := &envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1",
-		MutatingWebhooks: hooks.mutating, ValidatingWebhooks: hooks.validating}
+		Paths: []string{filepath.Join(dir, "config", "components", "webhook", "manifests.yaml")}}
+	if err := wh.PrepWithoutInstalling(); err != nil {
+		t.Fatalf("reading Kueue's webhook configurations: %v", err)
+	}
+	keepServed(wh)
 	if err := wh.Install(cfg); err != nil {
 		t.Fatalf("installing Kueue's webhooks: %v", err)
 	}
@@ -177,7 +183,7 @@ integrations:
 	// lacks (a manager cluster, an aggregated API server's authentication).
 	cmd := exec.CommandContext(ctx, bin, "--config="+conf, "--feature-gates=MultiKueue=false,VisibilityOnDemand=false",
 		"--zap-log-level=2")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+api.Kubeconfig)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+versionProxy(t, api))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {
@@ -194,15 +200,23 @@ integrations:
 			t.Logf("Kueue's log (the end):\n%s", tail(logPath, 60))
 		}
 	})
-	// Kueue serves its webhooks once its manager runs; its controllers pick up what is created
-	// before their caches sync.
-	if err := envtest.WaitForWebhooks(cfg, hooks.mutating, hooks.validating, *wh); err != nil {
-		t.Fatalf("Kueue's webhooks: %v\n%s", err, tail(logPath, 60))
+	// Kueue is up when it serves its webhooks; its controllers pick up what is created before
+	// their caches sync.
+	addr := net.JoinHostPort(wh.LocalServingHost, strconv.Itoa(wh.LocalServingPort))
+	up := false
+	for deadline := time.Now().Add(time.Minute); !up && time.Now().Before(deadline); {
+		select {
+		case err := <-exited:
+			t.Fatalf("kueue exited: %v\n%s", err, tail(logPath, 60))
+		case <-time.After(100 * time.Millisecond):
+		}
+		if conn, err := net.Dial("tcp", addr); err == nil {
+			conn.Close()
+			up = true
+		}
 	}
-	select {
-	case err := <-exited:
-		t.Fatalf("kueue exited: %v\n%s", err, tail(logPath, 60))
-	default:
+	if !up {
+		t.Fatalf("Kueue serves no webhooks on %s after a minute\n%s", addr, tail(logPath, 60))
 	}
 	c, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -221,20 +235,11 @@ func tail(path string, lines int) string {
 	return strings.Join(ls[max(0, len(ls)-lines):], "\n")
 }
 
-type hookConfigs struct {
-	mutating   []*admissionv1.MutatingWebhookConfiguration
-	validating []*admissionv1.ValidatingWebhookConfiguration
-}
-
-// webhookConfigs are Kueue's webhook configurations (config/components/webhook) for its own
-// types and the integrations in Frameworks: a configuration for a type whose webhook is not
-// served would fail every request for it. Pods of kube-system and kueue-system are left alone,
-// as Kueue's kustomization does.
-func webhookConfigs(dir string) (hookConfigs, error) {
-	o := &envtest.WebhookInstallOptions{Paths: []string{filepath.Join(dir, "config", "components", "webhook", "manifests.yaml")}}
-	if err := o.PrepWithoutInstalling(); err != nil {
-		return hookConfigs{}, fmt.Errorf("reading Kueue's webhook configurations: %w", err)
-	}
+// keepServed keeps, of Kueue's webhook configurations (config/components/webhook), those for
+// its own types and the integrations in Frameworks: a configuration for a type whose webhook is
+// not served would fail every request for it. Pods of kube-system and kueue-system are left
+// alone, as Kueue's kustomization does.
+func keepServed(o *envtest.WebhookInstallOptions) {
 	keep := func(name string) bool {
 		// mpod.kb.io, vclusterqueue.kb.io, ...: the kind after the m/v prefix.
 		kind := strings.TrimSuffix(name, ".kb.io")[1:]
@@ -243,7 +248,6 @@ func webhookConfigs(dir string) (hookConfigs, error) {
 	}
 	system := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "kueue-system"}}}}
-	var out hookConfigs
 	for _, c := range o.MutatingWebhooks {
 		c.Webhooks = slices.DeleteFunc(c.Webhooks, func(w admissionv1.MutatingWebhook) bool { return !keep(w.Name) })
 		for i := range c.Webhooks {
@@ -251,7 +255,6 @@ func webhookConfigs(dir string) (hookConfigs, error) {
 				c.Webhooks[i].NamespaceSelector = system
 			}
 		}
-		out.mutating = append(out.mutating, c)
 	}
 	for _, c := range o.ValidatingWebhooks {
 		c.Webhooks = slices.DeleteFunc(c.Webhooks, func(w admissionv1.ValidatingWebhook) bool { return !keep(w.Name) })
@@ -260,9 +263,51 @@ func webhookConfigs(dir string) (hookConfigs, error) {
 				c.Webhooks[i].NamespaceSelector = system
 			}
 		}
-		out.validating = append(out.validating, c)
 	}
-	return out, nil
+}
+
+// versionProxy is a kubeconfig for Kueue: the API server through a loopback proxy that reports
+// the Kubernetes version this test's API server is built from (go.mod's k8s.io/kubernetes). The test server's own /version
+// says v0.0.0-master+$Format:%H$ (no release ldflags), which cmd/kueue refuses to parse.
+func versionProxy(t testing.TB, api *kubetest.API) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "k8s.io/kubernetes").Output()
+	version := strings.TrimSpace(string(out))
+	if err != nil || !strings.HasPrefix(version, "v1.") {
+		t.Fatalf("go list -m k8s.io/kubernetes: %q %v", version, err)
+	}
+	info, err := api.Client.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	info.GitVersion = version
+	body, err := json.Marshal(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := rest.TransportFor(api.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := url.Parse(api.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport, rp.FlushInterval = tr, -1 // watches stream
+	mux := http.NewServeMux()
+	mux.Handle("/", rp)
+	mux.HandleFunc("/version", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	path := filepath.Join(t.TempDir(), "kueue.kubeconfig")
+	if err := kubetest.WriteKubeconfig(&rest.Config{Host: srv.URL}, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // Opt-in labels and annotations of Kueue's pod integration (pkg/controller/jobs/pod/constants,
