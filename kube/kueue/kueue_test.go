@@ -1,0 +1,413 @@
+package kueue_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+
+	cp "github.com/inapack/inapack/controlplane"
+	"github.com/inapack/inapack/controlplane/api"
+	"github.com/inapack/inapack/controlplane/topology"
+	"github.com/inapack/inapack/kube/gang"
+	"github.com/inapack/inapack/kube/internal/kubetest"
+	"github.com/inapack/inapack/kube/internal/kueuetest"
+	"github.com/inapack/inapack/kube/operator"
+	"github.com/inapack/inapack/kube/plugin"
+	"github.com/inapack/inapack/p4src"
+	"github.com/inapack/inapack/p4src/model"
+	"github.com/inapack/inapack/refswitch/refswitchtest"
+)
+
+const (
+	twoRacks = "../../bmv2/topologies/two-racks/topology.json"
+	sample   = "../../deploy/kueue" // the platform team's queues and the sample job "mlp"
+	ns       = "ml-demo"            // the sample's namespace, with its LocalQueue "training"
+	hostname = "kubernetes.io/hostname"
+)
+
+// env is a live cluster with Kueue in front of NetPack: kube-apiserver on etcd, Kueue's
+// controller manager and webhooks, ina-kube-scheduler, the operator, and the real switch
+// controller driving in-process reference switches (one per switch of the two-racks topology).
+type env struct {
+	ctx      context.Context
+	api      *kubetest.API
+	kueue    *kueuetest.Kueue
+	ctl      *api.Client
+	switches map[string]*model.Switch
+}
+
+func start(t *testing.T) *env {
+	t.Helper()
+	// Opt-in until NetPack honours each pod's own host selector (kube/README.md, "Kueue in front
+	// of NetPack"): the test fails there today, and its first run builds Kueue's manager.
+	if os.Getenv("INAPACK_KUEUE") != "1" {
+		t.Skip("SKIP: INAPACK_KUEUE=1 not set: Kueue live test is opt-in (builds Kueue v0.17.0's manager; fails today where NetPack must honour per-pod host selectors, issue 43)")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	e := &env{ctx: ctx, api: kubetest.StartAPI(t), switches: map[string]*model.Switch{}}
+	e.kueue = kueuetest.Start(ctx, t, e.api)
+
+	topo, err := topology.Load(twoRacks)
+	kubetest.Fatal(t, err)
+	eps := map[string]topology.Endpoint{}
+	for name := range topo.Switches {
+		ref := refswitchtest.Serve(t, "127.0.0.1:0")
+		e.switches[name] = ref.Switch
+		eps[name] = topology.Endpoint{Address: ref.Addr, Target: "ref"}
+	}
+	bare := *topo
+	bare.INA.Jobs = nil // jobs come through the API
+	cfg, err := bare.Derive(eps)
+	kubetest.Fatal(t, err)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctl, err := cp.New(cfg, cp.Options{DefaultP4Info: p4src.P4Info, Logger: quiet})
+	kubetest.Fatal(t, err)
+	t.Cleanup(ctl.Close)
+	kubetest.Fatal(t, ctl.Apply(ctx))
+	const token = "kueue-test-token"
+	srv := httptest.NewServer(api.Handler(ctl, token, quiet))
+	t.Cleanup(srv.Close)
+	e.ctl = api.NewClient(srv.URL, token)
+
+	cs := e.api.Client
+	raw, err := os.ReadFile(twoRacks)
+	kubetest.Fatal(t, err)
+	_, err = cs.CoreV1().ConfigMaps("default").Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "topology"},
+		Data: map[string]string{"topology.json": string(raw)}}, metav1.CreateOptions{})
+	kubetest.Fatal(t, err)
+	op, err := operator.Start(ctx, e.api.Config, operator.Config{Controller: e.ctl,
+		Topology: types.NamespacedName{Namespace: "default", Name: "topology"}})
+	kubetest.Fatal(t, err)
+	t.Cleanup(func() { _ = op.Stop() })
+	kubetest.StartScheduler(ctx, t, kubetest.SchedulerConfig(e.api, kubetest.NetPackProfile("uplinkGbps: 0.02",
+		"inaMemoryBytes: 16384", "rtt: 1ms", "permitTimeout: 10s", "readyTimeout: 20s"), ""),
+		app.WithPlugin(plugin.Name, plugin.New))
+
+	nodes, err := kubetest.NodesFromTopology(topo)
+	kubetest.Fatal(t, err)
+	for _, n := range nodes {
+		n.Labels[hostname] = n.Name                 // the kubelet's label; Kueue's Topology names hosts by it
+		n.Labels["nvidia.com/gpu.present"] = "true" // GPU feature discovery's: the sample flavor's
+	}
+	kubetest.Fatal(t, kubetest.CreateNodes(ctx, cs, nodes))
+	return e
+}
+
+// apply renders the kustomization dir as kubectl apply -k does and creates its objects,
+// namespaces first and pods last (a gang's pods before their LocalQueue would wait for it, which is not what is tested).
+func (e *env) apply(t *testing.T, dir string) {
+	t.Helper()
+	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
+	}
+	var objs []*unstructured.Unstructured
+	for _, r := range rm.Resources() {
+		b, err := r.AsYAML()
+		kubetest.Fatal(t, err)
+		u := &unstructured.Unstructured{}
+		kubetest.Fatal(t, yaml.Unmarshal(b, &u.Object))
+		objs = append(objs, u)
+	}
+	rank := func(u *unstructured.Unstructured) int {
+		return btoi(u.GetKind() != "Namespace") + btoi(u.GetKind() == "Pod")
+	}
+	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int { return rank(a) - rank(b) })
+	dyn, err := dynamic.NewForConfig(e.api.Config)
+	kubetest.Fatal(t, err)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(e.api.Client.Discovery()))
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			t.Fatalf("%s %s: %v", gvk.Kind, o.GetName(), err)
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
+		}
+		if _, err := ri.Create(e.ctx, o, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s apply: %s %s: %v", dir, gvk.Kind, o.GetName(), err)
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// submit creates j's pods as a Kueue pod group in the sample's LocalQueue.
+func (e *env) submit(t *testing.T, j kubetest.Job, priority string) {
+	t.Helper()
+	for _, p := range kueuetest.Queued(j, "training", priority, map[string]string{kueuetest.PreferredTopology: gang.RackLabel}) {
+		_, err := e.api.Client.CoreV1().Pods(j.Namespace).Create(e.ctx, p, metav1.CreateOptions{})
+		kubetest.Fatal(t, err)
+	}
+}
+
+// waitFor polls cond (every 100 ms, at most a minute: the bound is for a broken run).
+func (e *env) waitFor(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		ok, why := cond()
+		last = why
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v; last: %s", what, err, last)
+	}
+}
+
+// workload is what the test reads of the Workload of pod group name (Kueue names it after the
+// group): its conditions, and how many of its pod sets have a topology assignment.
+type workload struct {
+	Status struct {
+		Conditions []metav1.Condition `json:"conditions"`
+		Admission  *struct {
+			PodSetAssignments []struct {
+				TopologyAssignment *struct {
+					Levels []string `json:"levels"`
+				} `json:"topologyAssignment"`
+			} `json:"podSetAssignments"`
+		} `json:"admission"`
+	} `json:"status"`
+}
+
+func (e *env) workload(name string) (*workload, error) {
+	u, err := e.kueue.Client.Resource(kueuetest.WorkloadResource).Namespace(ns).Get(e.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	wl := &workload{}
+	return wl, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, wl)
+}
+
+func (wl *workload) condition(typ string) *metav1.Condition {
+	return meta.FindStatusCondition(wl.Status.Conditions, typ)
+}
+
+func (e *env) pods(t *testing.T, j kubetest.Job) []*v1.Pod {
+	t.Helper()
+	_, want := j.Objects()
+	var out []*v1.Pod
+	for _, p := range want {
+		cur, err := e.api.Client.CoreV1().Pods(ns).Get(e.ctx, p.Name, metav1.GetOptions{})
+		kubetest.Fatal(t, err)
+		out = append(out, cur)
+	}
+	return out
+}
+
+// placedInside checks every pod of j is bound inside its Kueue assignment: on the host (and in
+// the rack) its node selector names, the selectors Kueue's topology ungater wrote; the workers
+// must have them (the PS asks Kueue for no GPUs, so Kueue assigns it no domain).
+func (e *env) placedInside(t *testing.T, j kubetest.Job) (workers []string, ps string) {
+	t.Helper()
+	for _, p := range e.pods(t, j) {
+		if len(p.Spec.SchedulingGates) > 0 {
+			t.Errorf("pod %s bound with scheduling gates %v", p.Name, p.Spec.SchedulingGates)
+		}
+		if p.Labels[gang.RoleLabel] == gang.RolePS {
+			ps = p.Spec.NodeName
+			continue
+		}
+		workers = append(workers, p.Spec.NodeName)
+		host, ok := p.Spec.NodeSelector[hostname]
+		if !ok {
+			t.Errorf("worker %s: no %s node selector from Kueue's topology assignment (selectors %v)", p.Name, hostname, p.Spec.NodeSelector)
+			continue
+		}
+		if p.Spec.NodeName != host {
+			t.Errorf("worker %s bound on %s, outside Kueue's topology assignment (node selector %v)", p.Name, p.Spec.NodeName, p.Spec.NodeSelector)
+		}
+	}
+	slices.Sort(workers)
+	return workers, ps
+}
+
+// bound waits for every pod of j to be bound; if they are not, it fails t saying where Kueue
+// sent each and why kube-scheduler left it.
+func (e *env) bound(t *testing.T, j kubetest.Job) {
+	t.Helper()
+	if _, err := kubetest.WaitBound(e.ctx, e.api.Client, j, time.Minute); err != nil {
+		for _, p := range e.pods(t, j) {
+			why := ""
+			for _, c := range p.Status.Conditions {
+				if c.Type == v1.PodScheduled {
+					why = c.Message
+				}
+			}
+			t.Logf("pod %s: node %q, gates %v, node selector %v, PodScheduled: %s", p.Name, p.Spec.NodeName, p.Spec.SchedulingGates, p.Spec.NodeSelector, why)
+		}
+		t.Fatal(err)
+	}
+}
+
+// switchJob is the switch job the operator installed for j (from its PS's wiring).
+func (e *env) switchJob(t *testing.T, j kubetest.Job) int {
+	t.Helper()
+	ps := e.pods(t, j)[0]
+	id, err := strconv.Atoi(ps.Annotations[gang.SwitchJobAnnotation])
+	if err != nil {
+		t.Fatalf("gang %s: switch job %q", j.Name, ps.Annotations[gang.SwitchJobAnnotation])
+	}
+	return id
+}
+
+// onSwitches says where job id is: on the controller's job list, and the slots it holds on the
+// reference switches (read back from their own tables).
+func (e *env) onSwitches(t *testing.T, id int) (listed bool, slots int) {
+	t.Helper()
+	js, err := e.ctl.Jobs(e.ctx)
+	kubetest.Fatal(t, err)
+	for _, j := range js {
+		listed = listed || j.ID == id
+	}
+	for _, sw := range e.switches {
+		for i := range 64 {
+			if s := sw.Slot(i); s.Job == uint16(id) && s.Count > 0 {
+				slots++
+			}
+		}
+	}
+	return listed, slots
+}
+
+// succeed reports every pod of j Succeeded, as their kubelet would.
+func (e *env) succeed(t *testing.T, j kubetest.Job) {
+	t.Helper()
+	for _, p := range e.pods(t, j) {
+		p.Status.Phase = v1.PodSucceeded
+		p.Status.ContainerStatuses = []v1.ContainerStatus{{Name: p.Spec.Containers[0].Name,
+			State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}}}
+		_, err := e.api.Client.CoreV1().Pods(ns).UpdateStatus(e.ctx, p, metav1.UpdateOptions{})
+		kubetest.Fatal(t, err)
+	}
+}
+
+// TestKueueAdmitsNetPackPlaces: with deploy/kueue applied (a Topology of racks and hosts, a
+// ClusterQueue of 4 GPUs, its LocalQueue and the sample gang), Kueue admits gangs as its quota
+// says and NetPack places each inside Kueue's topology assignment, the operator programming the
+// switches; a gang Kueue preempts for an urgent one leaves nothing on the switches.
+func TestKueueAdmitsNetPackPlaces(t *testing.T) {
+	e := start(t)
+	e.apply(t, sample)
+	mlp := kubetest.Job{Namespace: ns, Name: "mlp", Workers: 2, GPUsPerWorker: 2}
+
+	// The sample gang takes the whole quota; Kueue ungates it with host selectors.
+	e.bound(t, mlp)
+	w, ps := e.placedInside(t, mlp)
+	t.Logf("gang mlp admitted and placed: workers %v ps %s", w, ps)
+	wl, err := e.workload("mlp")
+	kubetest.Fatal(t, err)
+	if c := wl.condition("Admitted"); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("Workload mlp bound but not Admitted: %v", wl.Status.Conditions)
+	}
+	assigned := 0
+	if wl.Status.Admission == nil {
+		t.Fatalf("Workload mlp bound but has no admission")
+	}
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		if psa.TopologyAssignment != nil {
+			assigned++
+		}
+	}
+	if assigned != 1 {
+		t.Errorf("Workload mlp: %d pod sets with a topology assignment, want 1 (the workers)", assigned)
+	}
+	mlpJob := e.switchJob(t, mlp)
+
+	// A second gang of 4 GPUs waits, gated, as Kueue says: no quota left.
+	b := kubetest.Job{Namespace: ns, Name: "b", Workers: 2, GPUsPerWorker: 2, Model: "vgg16", SchedulerName: "inapack-scheduler"}
+	e.submit(t, b, "")
+	e.waitFor(t, "gang b held back for quota", func() (bool, string) {
+		wl, err := e.workload("b")
+		if err != nil {
+			return false, err.Error()
+		}
+		c := wl.condition("QuotaReserved")
+		if c == nil {
+			return false, "no QuotaReserved condition"
+		}
+		return c.Status == metav1.ConditionFalse && c.Reason == "Pending", c.Message
+	})
+	wl, _ = e.workload("b")
+	t.Logf("gang b waits: %s", wl.condition("QuotaReserved").Message)
+	for _, p := range e.pods(t, b) {
+		if p.Spec.NodeName != "" || len(p.Spec.SchedulingGates) == 0 {
+			t.Errorf("pod %s of a gang Kueue holds back: node %q, gates %v", p.Name, p.Spec.NodeName, p.Spec.SchedulingGates)
+		}
+	}
+
+	// mlp ends: the operator removes it from the switches, Kueue admits b, NetPack places it.
+	e.succeed(t, mlp)
+	e.bound(t, b)
+	w, ps = e.placedInside(t, b)
+	t.Logf("gang b admitted after mlp ended and placed: workers %v ps %s", w, ps)
+	e.waitFor(t, "mlp off the switches", func() (bool, string) {
+		listed, slots := e.onSwitches(t, mlpJob)
+		return !listed && slots == 0, fmt.Sprintf("job %d listed %v, %d slots held", mlpJob, listed, slots)
+	})
+	bJob := e.switchJob(t, b)
+	if listed, _ := e.onSwitches(t, bJob); !listed {
+		t.Errorf("gang b bound but its switch job %d is not on the controller", bJob)
+	}
+
+	// An urgent gang: Kueue preempts b, whose pods go and whose switch job is removed.
+	c := kubetest.Job{Namespace: ns, Name: "c", Workers: 2, GPUsPerWorker: 2, Model: "resnet50", SchedulerName: "inapack-scheduler"}
+	e.submit(t, c, "urgent")
+	e.waitFor(t, "gang b preempted", func() (bool, string) {
+		wl, err := e.workload("b")
+		if err != nil {
+			return false, err.Error()
+		}
+		ev := wl.condition("Evicted")
+		return ev != nil && ev.Status == metav1.ConditionTrue && ev.Reason == "Preempted", fmt.Sprint(ev)
+	})
+	e.waitFor(t, "b's pods gone and b off the switches", func() (bool, string) {
+		_, pods := b.Objects()
+		for _, p := range pods {
+			_, err := e.api.Client.CoreV1().Pods(ns).Get(e.ctx, p.Name, metav1.GetOptions{})
+			if !apierrors.IsNotFound(err) {
+				return false, "pod " + p.Name + " still there"
+			}
+		}
+		listed, slots := e.onSwitches(t, bJob)
+		return !listed && slots == 0, fmt.Sprintf("job %d listed %v, %d slots held", bJob, listed, slots)
+	})
+	e.bound(t, c)
+	w, ps = e.placedInside(t, c)
+	cJob := e.switchJob(t, c)
+	if listed, _ := e.onSwitches(t, cJob); !listed {
+		t.Errorf("gang c bound but its switch job %d is not on the controller", cJob)
+	}
+	t.Logf("gang c (urgent) preempted b (switch job %d removed) and was placed: workers %v ps %s, switch job %d", bJob, w, ps, cJob)
+}
