@@ -3,9 +3,6 @@ package kueue_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"slices"
 	"strconv"
@@ -28,7 +25,6 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
-	cp "github.com/inapack/inapack/controlplane"
 	"github.com/inapack/inapack/controlplane/api"
 	"github.com/inapack/inapack/controlplane/topology"
 	"github.com/inapack/inapack/kube/gang"
@@ -36,9 +32,7 @@ import (
 	"github.com/inapack/inapack/kube/internal/kueuetest"
 	"github.com/inapack/inapack/kube/operator"
 	"github.com/inapack/inapack/kube/plugin"
-	"github.com/inapack/inapack/p4src"
 	"github.com/inapack/inapack/p4src/model"
-	"github.com/inapack/inapack/refswitch/refswitchtest"
 )
 
 const (
@@ -68,30 +62,13 @@ func start(t *testing.T) *env {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	e := &env{ctx: ctx, api: kubetest.StartAPI(t), switches: map[string]*model.Switch{}}
+	e := &env{ctx: ctx, api: kubetest.StartAPI(t)}
 	e.kueue = kueuetest.Start(ctx, t, e.api)
 
 	topo, err := topology.Load(twoRacks)
 	kubetest.Fatal(t, err)
-	eps := map[string]topology.Endpoint{}
-	for name := range topo.Switches {
-		ref := refswitchtest.Serve(t, "127.0.0.1:0")
-		e.switches[name] = ref.Switch
-		eps[name] = topology.Endpoint{Address: ref.Addr, Target: "ref"}
-	}
-	bare := *topo
-	bare.INA.Jobs = nil // jobs come through the API
-	cfg, err := bare.Derive(eps)
-	kubetest.Fatal(t, err)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ctl, err := cp.New(cfg, cp.Options{DefaultP4Info: p4src.P4Info, Logger: quiet})
-	kubetest.Fatal(t, err)
-	t.Cleanup(ctl.Close)
-	kubetest.Fatal(t, ctl.Apply(ctx))
-	const token = "kueue-test-token"
-	srv := httptest.NewServer(api.Handler(ctl, token, quiet))
-	t.Cleanup(srv.Close)
-	e.ctl = api.NewClient(srv.URL, token)
+	sc := kubetest.StartSwitchController(ctx, t, topo, "kueue-test-token")
+	e.switches, e.ctl = sc.Switches, sc.Client
 
 	cs := e.api.Client
 	raw, err := os.ReadFile(twoRacks)

@@ -7,7 +7,6 @@ package kubetest
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -20,10 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/component-base/configz"
 	apitesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
-	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 )
 
 // API is a kube-apiserver on an embedded etcd. The GenericWorkload gate is on and
@@ -171,33 +168,5 @@ func NetPackProfile(args ...string) string {
 // out-of-tree plugins until ctx ends or the test does. The secure port is off.
 func StartScheduler(ctx context.Context, t testing.TB, config string, plugins ...app.Option) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "scheduler.yaml")
-	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	opts := options.NewOptions()
-	opts.ConfigFile = path
-	opts.SecureServing.BindPort = 0
-	ctx, cancel := context.WithCancel(ctx)
-	cc, sched, err := app.Setup(ctx, opts, plugins...)
-	if err != nil {
-		cancel()
-		t.Fatalf("kube-scheduler setup: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- app.Run(ctx, cc, sched) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Log("kube-scheduler did not stop within 10s")
-		}
-		configz.Delete("componentconfig") // the next scheduler of this process registers it again
-	})
-	select {
-	case err := <-done:
-		t.Fatalf("kube-scheduler exited at once: %v", err)
-	case <-time.After(200 * time.Millisecond):
-	}
+	StartStoppableScheduler(ctx, t, config, plugins...)
 }
