@@ -26,15 +26,23 @@ func TestReadSelfGrowsWithWork(t *testing.T) {
 	if err != nil {
 		t.Skipf("schedstat: this kernel keeps none: %v", err)
 	}
-	end := time.Now().Add(30 * time.Millisecond)
-	for x := 0; time.Now().Before(end); x++ {
+	// Spin until the counter shows 10 ms more, or 10 s pass: on a loaded host 30 ms of wall time
+	// can bring a few ms of CPU, but 10 s of spinning always brings more than 10 ms.
+	deadline := time.Now().Add(10 * time.Second)
+	var b Times
+	for x := 0; ; x++ {
 		_ = x * x
-	}
-	b, err := Read(0)
-	if err != nil {
-		t.Fatal(err)
+		if x%(1<<16) != 0 {
+			continue
+		}
+		if b, err = Read(0); err != nil {
+			t.Fatal(err)
+		}
+		if b.Run-a.Run >= 10*time.Millisecond || time.Now().After(deadline) {
+			break
+		}
 	}
 	if b.Run-a.Run < 10*time.Millisecond {
-		t.Errorf("30 ms of spinning added %v of CPU time", b.Run-a.Run)
+		t.Errorf("10 s of spinning added %v of CPU time", b.Run-a.Run)
 	}
 }
