@@ -77,7 +77,9 @@ type gangJob struct {
 // two-racks hosts have 2 GPUs each. In the first wave the workers take whole machines and fill
 // the cluster; the second has a label gang (no PodGroup), a job on a single node, and j5, four
 // 1-GPU worker pods on the two machines left, two to a node: each node's pair shares its switch
-// port as members 0 and 1.
+// port as members 0 and 1. The third is j6, six 1-GPU pods alone on the cluster: NetPack puts
+// them on the second rack's three machines with INA on, the PS moves to the first rack, and the
+// second rack's ToR aggregates two members behind each of three ports.
 func trace() [][]gangJob {
 	mk := func(name string, workers, gpus int, model string, pg bool, iters, values int) gangJob {
 		return gangJob{Job: kubetest.Job{Namespace: "default", Name: name, Workers: workers, GPUsPerWorker: gpus, Model: model,
@@ -86,6 +88,7 @@ func trace() [][]gangJob {
 	return [][]gangJob{
 		{mk("j1", 3, 2, "vgg16", true, 40, 16384), mk("j2", 2, 2, "resnet50", true, 40, 8192)},
 		{mk("j3", 2, 2, "bert-base", false, 40, 8192), mk("j4", 1, 2, "resnet50", true, 40, 8192), mk("j5", 4, 1, "resnet50", true, 40, 8192)},
+		{mk("j6", 6, 1, "vgg16", true, 40, 16384)},
 	}
 }
 
@@ -341,9 +344,9 @@ func (r *row) finish(ctx context.Context, t *testing.T, kapi *kubetest.API, logs
 
 // printRows prints the table; a node with several of a gang's worker pods is NODExK.
 func printRows(rows []row) {
-	fmt.Printf("k8s-demo: %-4s %-5s %-12s %-5s %-5s %-8s %s\n", "gang", "gpus", "workers", "ps", "ina", "jct", "all-reduces")
+	fmt.Printf("k8s-demo: %-4s %-5s %-16s %-5s %-5s %-8s %s\n", "gang", "gpus", "workers", "ps", "ina", "jct", "all-reduces")
 	for _, r := range rows {
-		fmt.Printf("k8s-demo: %-4s %-5s %-12s %-5s %-5s %-8s %d exact, %d wrong (service: %s ps %s)\n", r.job.Name,
+		fmt.Printf("k8s-demo: %-4s %-5s %-16s %-5s %-5s %-8s %d exact, %d wrong (service: %s ps %s)\n", r.job.Name,
 			fmt.Sprintf("%dx%d", r.job.Workers, r.job.GPUsPerWorker), perNode(r.workers), r.ps, r.ina,
 			r.jct.Round(10*time.Millisecond), r.exact, r.wrong, strings.Join(r.wantWorkers, ","), r.wantPS)
 	}
