@@ -270,7 +270,7 @@ func TestSampleJobEnvironment(t *testing.T) {
 	objs := render(t, "../../deploy/sample")
 	contract := map[string]bool{}
 	for _, a := range []string{gang.RankAnnotation, gang.WorldSizeAnnotation, gang.SwitchJobAnnotation, gang.SlotBaseAnnotation,
-		gang.WindowAnnotation, gang.PriorityCapAnnotation, gang.PSIPAnnotation, gang.PSMACAnnotation, gang.IPAnnotation, gang.IfaceAnnotation} {
+		gang.WindowAnnotation, gang.PriorityCapAnnotation, gang.PSIPAnnotation, gang.PSMACAnnotation, gang.IPAnnotation, gang.IfaceAnnotation, gang.MemberAnnotation} {
 		contract[a] = true
 	}
 	pg := find(objs, "PodGroup", "")
@@ -321,7 +321,8 @@ func TestSampleJobEnvironment(t *testing.T) {
 		workers++
 		want := map[string]string{"RANK": gang.RankAnnotation, "WORLD_SIZE": gang.WorldSizeAnnotation, "INAPACK_JOB": gang.SwitchJobAnnotation,
 			"INAPACK_SLOT_BASE": gang.SlotBaseAnnotation, "INAPACK_WINDOW": gang.WindowAnnotation, "INAPACK_PRIORITY": gang.PriorityCapAnnotation,
-			"INAPACK_PS_IP": gang.PSIPAnnotation, "INAPACK_PS_MAC": gang.PSMACAnnotation, "INAPACK_IP": gang.IPAnnotation, "INAPACK_IFACE": gang.IfaceAnnotation}
+			"INAPACK_PS_IP": gang.PSIPAnnotation, "INAPACK_PS_MAC": gang.PSMACAnnotation, "INAPACK_IP": gang.IPAnnotation, "INAPACK_IFACE": gang.IfaceAnnotation,
+			"INAPACK_MEMBER": gang.MemberAnnotation}
 		for k, a := range want {
 			if env[k] != a {
 				t.Errorf("worker %s: %s from %q, want annotation %s", p.Name, k, env[k], a)

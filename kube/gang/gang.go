@@ -163,6 +163,32 @@ type Plan struct {
 	Why []string
 }
 
+// psNode is where a gang's PS goes when NetPack's machine for it holds several of the gang's
+// worker pods: a machine of the placement with one of them, else a machine with none, the PS's
+// rack first, in machine order.
+func (v *View) psNode(p netpack.Placement, byMachine map[netpack.MachineID][]*v1.Pod) (netpack.MachineID, bool) {
+	for _, w := range p.Workers {
+		if len(byMachine[w.Machine]) == 1 {
+			return w.Machine, true
+		}
+	}
+	rack := v.Cluster.Machines[p.PS].Rack
+	best, found := netpack.MachineID(0), false
+	for m := range v.Cluster.Machines {
+		id := netpack.MachineID(m)
+		if _, used := byMachine[id]; used {
+			continue
+		}
+		if v.Cluster.Machines[m].Rack == rack {
+			return id, true
+		}
+		if !found {
+			best, found = id, true
+		}
+	}
+	return best, found
+}
+
 // ErrNoFit: NetPack cannot place the gang on the cluster as it is now.
 var ErrNoFit = errors.New("NetPack cannot place the gang now")
 
@@ -197,8 +223,7 @@ func (v *View) Place(cfg Config, g *Gang, id string) (*Plan, error) {
 	// Largest pods first, so that a machine's GPUs are made up of whole pods where they can be.
 	free := slices.Clone(g.Workers)
 	slices.SortStableFunc(free, func(a, b *v1.Pod) int { return cmp.Compare(PodGPUs(b), PodGPUs(a)) })
-	var local *v1.Pod
-	rank := 0
+	byMachine := map[netpack.MachineID][]*v1.Pod{}
 	for _, w := range p.Workers { // ascending machines
 		node := v.Nodes[w.Machine]
 		var on []*v1.Pod
@@ -217,19 +242,39 @@ func (v *View) Place(cfg Config, g *Gang, id string) (*Plan, error) {
 				ErrNoFit, cfg.Policy, w.GPUs, g.Key, node, w.GPUs)
 		}
 		slices.SortFunc(on, func(a, b *v1.Pod) int { return cmp.Compare(a.Name, b.Name) })
-		for m, pod := range on {
-			pl.Node[pod.UID] = node
+		byMachine[w.Machine] = on
+	}
+	if len(free) > 0 {
+		return nil, fmt.Errorf("%w: %s's placement of gang %s leaves worker pod %s without a node", ErrNoFit, cfg.Policy, g.Key, free[0].Name)
+	}
+	if on := byMachine[p.PS]; len(on) > 1 {
+		// One worker reaches the PS over its node's private link; the others would have to reach
+		// it through the switch port the PS itself is behind, which no switch sends a packet back
+		// out of. The PS moves to a node with one worker of the gang, else to one with none.
+		ps, ok := v.psNode(p, byMachine)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s puts gang %s's PS on node %s with %d of its worker pods, and no node has one or none of them",
+				ErrNoFit, cfg.Policy, g.Key, v.Nodes[p.PS], len(on))
+		}
+		pl.Why = append(pl.Why, fmt.Sprintf("PS on node %s, not %s: %d worker pods of the gang share %s, and only one can reach a PS on its node",
+			v.Nodes[ps], v.Nodes[p.PS], len(on), v.Nodes[p.PS]))
+		p.PS = ps
+		pl.Placement.PS, pl.PSNode = ps, v.Nodes[ps]
+		pl.Node[g.PS.UID] = pl.PSNode
+	}
+	var local *v1.Pod
+	rank := 0
+	for _, w := range p.Workers {
+		for m, pod := range byMachine[w.Machine] {
+			pl.Node[pod.UID] = v.Nodes[w.Machine]
 			pl.Member[pod.UID] = m
-			if w.Machine == p.PS && m == len(on)-1 {
-				local = pod // the PS's node's last member reaches the PS over the node's private link
+			if w.Machine == p.PS {
+				local = pod // the PS's node's one worker reaches the PS over the node's private link
 				continue
 			}
 			pl.Rank[pod.UID] = rank
 			rank++
 		}
-	}
-	if len(free) > 0 {
-		return nil, fmt.Errorf("%w: %s's placement of gang %s leaves worker pod %s without a node", ErrNoFit, cfg.Policy, g.Key, free[0].Name)
 	}
 	if local != nil {
 		pl.Local = local.UID

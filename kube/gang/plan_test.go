@@ -13,7 +13,7 @@ import (
 )
 
 // TestPlanMembersAndResume: a gang of 1-GPU worker pods on 2-GPU nodes is planned two pods to a
-// node, members 0 and 1, ranks 0..3; the plan read back from the pods' annotations (PlanOf) is the
+// node, members 0 and 1, ranks 0..3, the PS on a node without them; the plan read back from the pods' annotations (PlanOf) is the
 // plan; pods that disagree are abandoned whole while none is bound and ErrBrokenPlan once one is.
 func TestPlanMembersAndResume(t *testing.T) {
 	var nodes []*v1.Node
@@ -49,6 +49,12 @@ func TestPlanMembersAndResume(t *testing.T) {
 	}
 	if len(ranks) != 4 || pl.WorldSize != 4 {
 		t.Errorf("ranks %v, world size %d: want 4 distinct of 4", ranks, pl.WorldSize)
+	}
+	// NetPack puts the PS on a node with two of the pods; only one could reach it there (over the
+	// node's private link), so it moves to a node with none of them.
+	if on := members[pl.PSNode]; len(on) > 0 || pl.Local != "" || pl.Node[g.PS.UID] != pl.PSNode || pl.Placement.PS != v.Machine[pl.PSNode] {
+		t.Errorf("PS on node %s (workers there: %v, local %q, placement's PS machine %d): want a node without workers of the gang",
+			pl.PSNode, on, pl.Local, pl.Placement.PS)
 	}
 	annotated := func() []*v1.Pod {
 		var out []*v1.Pod

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -321,7 +322,11 @@ func (p *NetPack) attemptFor(ctx context.Context, key gang.Key, pod *v1.Pod, nod
 		return nil, fwk.NewStatus(code, msg)
 	}
 	for _, why := range plan.Why {
-		p.h.EventRecorder().Eventf(g.PS, nil, v1.EventTypeWarning, "NetPackINAOff", "Scheduling", "gang %s: %s", key, why)
+		reason := "NetPackINAOff"
+		if strings.HasPrefix(why, "PS on node") {
+			reason = "NetPackPSMoved"
+		}
+		p.h.EventRecorder().Eventf(g.PS, nil, v1.EventTypeWarning, reason, "Scheduling", "gang %s: %s", key, why)
 	}
 	klog.FromContext(ctx).Info("NetPack planned a gang", "gang", key.String(), "plan", plan.String(), "id", plan.ID, "refusedNodes", len(refused))
 	a := newAttempt(plan, g)
