@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/url"
-	"strings"
 	"time"
 
 	cp "github.com/inapack/inapack/controlplane"
+	"github.com/inapack/inapack/controlplane/api"
 )
 
 // The controller may be restarting (a crash, an upgrade) when a job starts or ends: a call that
@@ -45,17 +45,18 @@ func retryUnreachable(ctx context.Context, op func(context.Context) error) (err 
 // that call's own effect (switch job ids are the scheduler's to give), so the job is installed.
 func (s *Service) addJob(ctx context.Context, jc cp.JobConfig) error {
 	err, retried := retryUnreachable(ctx, func(ctx context.Context) error { return s.cfg.Controller.AddJob(ctx, jc) })
-	if err != nil && retried && strings.Contains(err.Error(), "409") {
+	if err != nil && retried && api.IsConflict(err) {
 		return nil
 	}
 	return err
 }
 
-// removeJob removes a job's entries through the controller; a job it does not have (404) is gone
-// already.
+// removeJob removes a job's entries through the controller; a job it does not have (its answer is
+// 404) is gone already. The answer's status decides, never the error's text: an unanswered call
+// whose URL or message quotes 404 is not a removal.
 func (s *Service) removeJob(ctx context.Context, id int) error {
 	err, _ := retryUnreachable(ctx, func(ctx context.Context) error { return s.cfg.Controller.RemoveJob(ctx, id) })
-	if err != nil && strings.Contains(err.Error(), "404") {
+	if err != nil && api.IsNotFound(err) {
 		return nil
 	}
 	return err

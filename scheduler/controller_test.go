@@ -9,6 +9,7 @@ import (
 	"time"
 
 	cp "github.com/inapack/inapack/controlplane"
+	"github.com/inapack/inapack/controlplane/api"
 )
 
 // flakyController is a controller that is restarting: its first calls go unanswered, the first
@@ -30,7 +31,7 @@ func (f *flakyController) AddJob(_ context.Context, j cp.JobConfig) error {
 		return errReset
 	}
 	if f.have[j.ID] {
-		return errors.New("POST /v1/jobs: 409 Conflict: job exists")
+		return &api.StatusError{Method: "POST", Path: "/v1/jobs", Code: 409, Status: "409 Conflict", Message: "job exists"}
 	}
 	f.have[j.ID] = true
 	if f.down > 0 {
@@ -47,7 +48,7 @@ func (f *flakyController) RemoveJob(_ context.Context, id int) error {
 		return errReset
 	}
 	if !f.have[id] {
-		return errors.New("DELETE /v1/jobs/7: 404 Not Found: unknown job")
+		return &api.StatusError{Method: "DELETE", Path: "/v1/jobs/7", Code: 404, Status: "404 Not Found", Message: "unknown job"}
 	}
 	delete(f.have, id)
 	return nil
@@ -85,7 +86,19 @@ func TestControllerRestartNeitherFailsNorLeaks(t *testing.T) {
 	if err := s.addJob(ctx, cp.JobConfig{ID: 8}); err == nil {
 		t.Fatal("a conflict the scheduler did not cause itself was taken as success")
 	}
+	// A controller that never answers, at a URL quoting 404 and 409: no answer is neither a
+	// removal nor a conflict (the text once decided, and a refused connection lifted the job).
 	f.dead = true
+	quoting := &url.Error{Op: "Delete", URL: "http://127.0.0.1:404/v1/jobs/404", Err: errors.New("409 connection refused")}
+	errReset = quoting
+	defer func() { errReset = &url.Error{Op: "Post", URL: "http://127.0.0.1:1/v1/jobs", Err: syscall.ECONNRESET} }()
+	f.down = 1 << 20
+	brief, cancel3 := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel3()
+	if err := s.removeJob(brief, 8); err == nil {
+		t.Fatal("an unanswered removal whose URL quotes 404 was taken as done")
+	}
+	f.down = 0
 	short, cancel2 := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel2()
 	if err := s.addJob(short, cp.JobConfig{ID: 9}); !unreachable(err) {
