@@ -11,7 +11,6 @@ import datetime
 import os
 import subprocess
 import sys
-import threading
 import time
 
 import numpy as np
@@ -28,29 +27,10 @@ except Exception as e:  # ImportError, or a broken install (missing CUDA librari
 import inapack  # noqa: E402
 import inapack.torch as itorch  # noqa: E402
 from inapack import fixedpoint  # noqa: E402
+from conftest import threads  # noqa: E402
 
 N = 4
 TIMEOUT = datetime.timedelta(seconds=60)
-
-
-def threads(n, fn):
-    out, errs = [None] * n, [None] * n
-
-    def go(r):
-        try:
-            out[r] = fn(r)
-        except BaseException as e:  # noqa: BLE001 - re-raised below
-            errs[r] = e
-
-    ts = [threading.Thread(target=go, args=(r,)) for r in range(n)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    for e in errs:
-        if e is not None:
-            raise e
-    return out
 
 
 class Groups:
