@@ -22,21 +22,30 @@ func inaFrame(job uint16, typ wire.Type) []byte {
 	return f.Marshal()
 }
 
+// filterVM loads a filter program into x/net/bpf's interpreter (the kernel's semantics for
+// classic BPF, without a socket); used as filterVM(t)(JobFilter(...)).
+func filterVM(t *testing.T) func([]bpf.RawInstruction, error) *bpf.VM {
+	return func(raw []bpf.RawInstruction, err error) *bpf.VM {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var prog []bpf.Instruction
+		for _, r := range raw {
+			prog = append(prog, r.Disassemble())
+		}
+		vm, err := bpf.NewVM(prog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return vm
+	}
+}
+
 // TestJobFilter runs the program in x/net/bpf's interpreter: the kernel's semantics for classic
 // BPF, without a socket.
 func TestJobFilter(t *testing.T) {
-	raw, err := JobFilter([]uint16{5, 300})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var prog []bpf.Instruction
-	for _, r := range raw {
-		prog = append(prog, r.Disassemble())
-	}
-	vm, err := bpf.NewVM(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	vm := filterVM(t)(JobFilter([]uint16{5, 300}))
 	ipOpts := inaFrame(9, wire.TypeData)
 	ipOpts[14] = 0x46 // IHL 6: not an INA packet the switch parses; the agent counts it
 	otherUDP := inaFrame(9, wire.TypeData)
@@ -191,18 +200,7 @@ func TestPacketJobFilter(t *testing.T) {
 // A thread's socket keeps its own job's INA frames whose seq is its lane mod the lanes, and every
 // other IPv4 frame as JobFilter does.
 func TestLaneFilter(t *testing.T) {
-	raw, err := LaneFilter([]uint16{5, 300}, 1, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var prog []bpf.Instruction
-	for _, r := range raw {
-		prog = append(prog, r.Disassemble())
-	}
-	vm, err := bpf.NewVM(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	vm := filterVM(t)(LaneFilter([]uint16{5, 300}, 1, 3))
 	withSeq := func(job uint16, seq uint32) []byte {
 		b := inaFrame(job, wire.TypeResult)
 		b[offSeq], b[offSeq+1], b[offSeq+2], b[offSeq+3] = byte(seq>>24), byte(seq>>16), byte(seq>>8), byte(seq)
