@@ -84,3 +84,29 @@ func TestPlanMembersReachTheSwitchEntries(t *testing.T) {
 	}
 	t.Error("Env has no INAPACK_MEMBER from " + gang.MemberAnnotation)
 }
+
+// TestMasterServiceAgreed: a plan's pods name one headless Service for torchrun's rendezvous, a
+// DNS label, or none; anything else is an error that names the pods or the name.
+func TestMasterServiceAgreed(t *testing.T) {
+	for _, tc := range []struct{ ps, w0, want, err string }{
+		{"", "", "", ""},
+		{"j-master", "j-master", "j-master", ""},
+		{"", "j-master", "", "name different Services"},
+		{"Bad_Name", "Bad_Name", "", "is no Service name"},
+	} {
+		pods := []*v1.Pod{planPod("ps", "ps1", -1, ""), planPod("w0", "h1", 0, "")}
+		for i, s := range []string{tc.ps, tc.w0} {
+			if s != "" {
+				pods[i].Annotations[gang.MasterServiceAnnotation] = s
+			}
+		}
+		pods[0].Annotations[gang.WorldSizeAnnotation], pods[1].Annotations[gang.WorldSizeAnnotation] = "1", "1"
+		pl, err := readPlan("p", pods)
+		switch {
+		case tc.err == "" && (err != nil || pl.masterService != tc.want):
+			t.Errorf("%q, %q: %v, service %q; want %q", tc.ps, tc.w0, err, pl.masterService, tc.want)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%q, %q: %v, want an error saying %q", tc.ps, tc.w0, err, tc.err)
+		}
+	}
+}

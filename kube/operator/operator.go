@@ -48,6 +48,9 @@ type Config struct {
 	Window int
 	// Iface is the nodes' interface towards their switch (default eth0).
 	Iface string
+	// MasterPortBase plus a gang's switch job id is its torchrun rendezvous port, MASTER_PORT
+	// (default 29500, torch's own; gang.MasterPortAnnotation).
+	MasterPortBase int
 	// Namespace limits the operator to one namespace's pods ("" for all).
 	Namespace string
 	// LeaderElection makes replicas elect one leader in LeaderElectionNamespace (only the leader
@@ -75,6 +78,7 @@ func (c Config) withDefaults() Config {
 	c.TopologyKey = cmp.Or(c.TopologyKey, "topology.json")
 	c.Window = cmp.Or(c.Window, 16)
 	c.Iface = cmp.Or(c.Iface, "eth0")
+	c.MasterPortBase = cmp.Or(c.MasterPortBase, 29500)
 	if c.Owner == "" {
 		c.Owner = Name
 		if c.Namespace != "" {
@@ -98,6 +102,9 @@ func (c Config) validate() error {
 		return errors.New("operator: no topology ConfigMap (namespace/name)")
 	case c.Window < 1:
 		return fmt.Errorf("operator: window %d: want at least 1", c.Window)
+	case c.MasterPortBase < 1 || c.MasterPortBase+scheduler.MaxSwitchJob > 65535:
+		return fmt.Errorf("operator: master port base %d: want 1..%d (a gang's port is the base plus its switch job id, up to %d)",
+			c.MasterPortBase, 65535-scheduler.MaxSwitchJob, scheduler.MaxSwitchJob)
 	case c.SyncInterval < 0 || c.MaxRetryDelay < 0:
 		return fmt.Errorf("operator: sync interval %v, max retry delay %v: want positive", c.SyncInterval, c.MaxRetryDelay)
 	}

@@ -108,7 +108,8 @@ func (r *reconciler) install(ctx context.Context, id string, planned []*v1.Pod) 
 
 // complete carries an allocated plan through to Ready (each step skipped where already done).
 func (r *reconciler) complete(ctx context.Context, pl *plan, topo *topology.Topology, a allocation) (reconcile.Result, error) {
-	wiring, err := pl.wiring(topo, a, r.cfg.Iface)
+	rv := r.rendezvous(ctx, pl, a)
+	wiring, err := pl.wiring(topo, a, r.cfg.Iface, rv)
 	if err != nil {
 		return reconcile.Result{}, r.failed(ctx, pl.pods(), "Install", pl.id, refuse(ReasonNotInTopology, err))
 	}
@@ -120,6 +121,7 @@ func (r *reconciler) complete(ctx context.Context, pl *plan, topo *topology.Topo
 			for k, v := range wiring[p.Name] {
 				q.Annotations[k] = v
 			}
+			rv.label(pl, q)
 		})
 		if err != nil {
 			return reconcile.Result{}, fmt.Errorf("plan %s: pod %s: %w", pl.id, p.Name, err)
@@ -283,6 +285,9 @@ func (r *reconciler) release(ctx context.Context, p *v1.Pod, clearWiring bool) e
 			if _, ok := p.Annotations[k]; ok {
 				ops = append(ops, op{"remove", "/metadata/annotations/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1"), nil})
 			}
+		}
+		if _, ok := p.Labels[gang.MasterLabel]; ok {
+			ops = append(ops, op{"remove", "/metadata/labels/" + strings.ReplaceAll(gang.MasterLabel, "/", "~1"), nil})
 		}
 	}
 	if len(ops) == 0 {

@@ -27,7 +27,7 @@ const InstalledAnnotation = "inapack.io/installed-plan"
 // plan was given up before it ran, so the next plan starts clean.
 var wiringKeys = []string{InstalledAnnotation, gang.SwitchJobAnnotation, gang.SlotBaseAnnotation, gang.WindowAnnotation,
 	gang.PriorityCapAnnotation, gang.IPAnnotation, gang.IfaceAnnotation, gang.PSIPAnnotation, gang.PSMACAnnotation,
-	gang.LocalIfaceAnnotation, gang.ReadyAnnotation}
+	gang.LocalIfaceAnnotation, gang.MasterAddrAnnotation, gang.MasterPortAnnotation, gang.ReadyAnnotation}
 
 // plan is one plan's pods as the plan annotations describe them.
 type plan struct {
@@ -39,6 +39,8 @@ type plan struct {
 	ina       bool
 	priority  uint8
 	worldSize int
+	// masterService is the headless Service the pods name for torchrun's rendezvous ("": none).
+	masterService string
 }
 
 // errIncomplete: not every pod of the plan carries it yet.
@@ -90,6 +92,10 @@ func readPlan(id string, pods []*v1.Pod) (*plan, error) {
 	}
 	if have := len(byRank) + btoi(pl.ps != nil); pl.worldSize < 0 || have < pl.worldSize+1 || pl.ps == nil {
 		return nil, errIncomplete{have, max(pl.worldSize, 1) + 1}
+	}
+	var err error
+	if pl.masterService, err = masterService(pods); err != nil {
+		return nil, err
 	}
 	for r := range pl.worldSize {
 		w := byRank[r]
@@ -240,8 +246,8 @@ func hostAddr(t *topology.Topology, host string) (ip, mac string, err error) {
 }
 
 // wiring is the wiring annotations of each pod of the plan (Ready aside), by pod name. iface is
-// the nodes' interface towards their switch.
-func (pl *plan) wiring(t *topology.Topology, a allocation, iface string) (map[string]map[string]string, error) {
+// the nodes' interface towards their switch, rv torchrun's rendezvous.
+func (pl *plan) wiring(t *topology.Topology, a allocation, iface string, rv rendezvous) (map[string]map[string]string, error) {
 	psIP, psMAC, err := hostAddr(t, node(pl.ps))
 	if err != nil {
 		return nil, err
@@ -256,6 +262,7 @@ func (pl *plan) wiring(t *topology.Topology, a allocation, iface string) (map[st
 		gang.PSIPAnnotation:        psIP,
 		gang.PSMACAnnotation:       psMAC,
 	}
+	rv.annotate(common)
 	out := map[string]map[string]string{}
 	for _, p := range append([]*v1.Pod{pl.ps}, pl.workers...) {
 		m := map[string]string{}

@@ -34,6 +34,7 @@ func main() {
 	topoKey := flag.String("topology-key", "topology.json", "the ConfigMap's key holding topology.json")
 	window := flag.Int("window", 16, "aggregator slots per job")
 	iface := flag.String("iface", "eth0", "the nodes' interface towards their switch")
+	masterPort := flag.Int("master-port-base", 29500, "a gang's torchrun rendezvous port (MASTER_PORT) is this plus its switch job id")
 	namespace := flag.String("namespace", "", "only this namespace's pods (default all)")
 	leader := flag.Bool("leader-elect", false, "elect one active replica (a Lease named "+operator.Name+")")
 	leaderNS := flag.String("leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's)")
@@ -42,7 +43,7 @@ func main() {
 	syncEvery := flag.Duration("sync-interval", 30*time.Second, "how often running gangs are compared with the switch controller's jobs")
 	maxRetry := flag.Duration("max-retry-delay", 30*time.Second, "the longest a failed step waits before it is tried again")
 	flag.Parse()
-	cfg := operator.Config{TopologyKey: *topoKey, Window: *window, Iface: *iface, Namespace: *namespace, LeaderElection: *leader,
+	cfg := operator.Config{TopologyKey: *topoKey, Window: *window, Iface: *iface, MasterPortBase: *masterPort, Namespace: *namespace, LeaderElection: *leader,
 		LeaderElectionNamespace: *leaderNS, Owner: *owner, SyncInterval: *syncEvery, MaxRetryDelay: *maxRetry}
 	if err := run(*ctlAddr, *ctlToken, *ctlCA, *topo, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "ina-operator:", err)

@@ -97,6 +97,8 @@ type Job struct {
 	// tests never run).
 	PSCommand, WorkerCommand []string
 	Env                      []v1.EnvVar
+	// Annotations are added to every pod's (gang.MasterServiceAnnotation, say).
+	Annotations map[string]string
 }
 
 // Objects are the PodGroup (nil for a label gang) and pods of j, PS first.
@@ -124,6 +126,7 @@ func (j Job) Objects() (*schedulingv1beta1.PodGroup, []*v1.Pod) {
 			p.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: v1.ResourceList{gang.GPUResource: q},
 				Limits: v1.ResourceList{gang.GPUResource: q}}
 		}
+		maps.Copy(p.Annotations, j.Annotations)
 		if j.PodGroup {
 			name := j.Name
 			p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &name}
