@@ -37,10 +37,11 @@ kube-test: build
 	cd kube && INAPACK_BIN=$(abspath $(BUILD)/bin) $(GO) test -vet=off -count=1 -timeout 30m $(if $(KUBE_RUN),-run '$(KUBE_RUN)') $(if $(KUBE_SKIP),-skip '$(KUBE_SKIP)') ./...
 
 # Training gangs through kube-scheduler with the NetPack plugin, the operator and the switch
-# controller on an emulated cluster: each gang's placement, JCT and exactness (root; SWITCH=bmv2).
-k8s-demo: build
+# controller on an emulated cluster: each gang's placement, JCT and exactness, the last a torchrun
+# job under backend "inapack" (build/pyenv's torch, scripts/pyenv.sh) (root; SWITCH=bmv2).
+k8s-demo: build pylib
 	@cd kube && $(GO) test -vet=off -c -o $(abspath $(BUILD))/kube-e2e.test ./e2e && cd e2e && \
-	  INAPACK_BIN=$(abspath $(BUILD)/bin) $(abspath $(BUILD))/kube-e2e.test -test.run 'TestKubernetesEndToEnd$$' -test.timeout 15m \
+	  INAPACK_BIN=$(abspath $(BUILD)/bin) INAPACK_LIB=$(abspath $(BUILD)/lib/libinapack.so) $(abspath $(BUILD))/kube-e2e.test -test.run 'TestKubernetesEndToEnd$$' -test.timeout 15m \
 	  -demo -switch $(if $(filter bmv2,$(SWITCH)),bmv2,ref) 2>$(abspath $(BUILD))/k8s-demo.log \
 	  || { echo "k8s-demo: FAIL (the components' logs: $(BUILD)/k8s-demo.log)"; exit 1; }
 

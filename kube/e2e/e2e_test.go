@@ -70,6 +70,7 @@ type gangJob struct {
 	iters   int
 	values  int
 	compute time.Duration
+	torch   *torchRun // a torchrun job (torch_test.go), iters its steps
 }
 
 // trace is the demo's jobs in waves: a wave's gangs are submitted one after another (each once
@@ -96,6 +97,10 @@ func trace() [][]gangJob {
 // environment, the environment from the operator's annotations (the downward API); ina-worker
 // reads its member from INAPACK_MEMBER.
 func (g *gangJob) commands(seed int) {
+	if g.torch != nil {
+		g.torchCommands(seed)
+		return
+	}
 	g.Env = operator.Env() // INAPACK_MEMBER tells a node's workers of the gang apart
 	g.PSCommand = []string{"ina-ps", "-iface", "$(INAPACK_IFACE)", "-ip", "$(INAPACK_PS_IP)", "-mac", "$(INAPACK_PS_MAC)",
 		"-job", "$(INAPACK_JOB):$(WORLD_SIZE):$(INAPACK_WINDOW)"}
@@ -142,6 +147,7 @@ func TestKubernetesEndToEnd(t *testing.T) {
 	kapi := kubetest.StartAPI(t)
 	nodes, err := kubetest.NodesFromTopology(topo)
 	kubetest.Fatal(t, err)
+	podNetwork(t, emuc, ecfg.Prefix, nodes)
 	kubetest.Fatal(t, kubetest.CreateNodes(ctx, kapi.Client, nodes))
 	uplink := cl.Model.Racks[0].UplinkGbps
 	kubetest.StartScheduler(ctx, t, kubetest.SchedulerConfig(kapi, kubetest.NetPackProfile(fmt.Sprintf("uplinkGbps: %g", uplink),
@@ -166,7 +172,7 @@ func TestKubernetesEndToEnd(t *testing.T) {
 	defer runner.Stop()
 
 	var rows []row
-	for w, wave := range trace() {
+	for w, wave := range append(trace(), torchWave(t)...) {
 		svc, err := kubetest.NewService(topo) // the cluster is empty again at each wave
 		kubetest.Fatal(t, err)
 		first := len(rows)
@@ -194,13 +200,14 @@ func TestKubernetesEndToEnd(t *testing.T) {
 		if *demo {
 			for _, g := range wave {
 				// The first gang, and any whose pods share nodes: their members and switch entries.
-				if (w == 0 && g.Name == wave[0].Name) || g.GPUsPerWorker == 1 {
+				if (w == 0 && g.Name == wave[0].Name) || g.GPUsPerWorker == 1 || g.torch != nil {
 					traceGang(ctx, t, kapi, ctl, g.Job)
 				}
 			}
 		}
 		for i := first; i < len(rows); i++ {
 			rows[i].finish(ctx, t, kapi, logs)
+			rows[i].torchReport(t, logs)
 		}
 		waitGone(ctx, t, kapi, ctl)
 	}
