@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -264,13 +265,18 @@ func TestSwitchControllerConfig(t *testing.T) {
 }
 
 // TestSampleJobEnvironment: the sample's pods form one PodGroup gang with the NetPack scheduler,
-// and every variable the Python package reads (python/README.md) is set on each worker from an
-// annotation of the contract (kube/gang/annotations.go).
+// and every variable the Python package and torchrun read (python/README.md, operator.Env) is set
+// on each worker from an annotation of the contract (kube/gang/annotations.go, rendezvous.go).
+// The workers run torchrun, one process per pod, with its node rank, node count and rendezvous
+// from those variables, and meet at a headless Service of their namespace that the workers name
+// and that selects the label the operator puts on rank 0's pod; on the host network they resolve
+// it with ClusterFirstWithHostNet.
 func TestSampleJobEnvironment(t *testing.T) {
 	objs := render(t, "../../deploy/sample")
 	contract := map[string]bool{}
 	for _, a := range []string{gang.RankAnnotation, gang.WorldSizeAnnotation, gang.SwitchJobAnnotation, gang.SlotBaseAnnotation,
-		gang.WindowAnnotation, gang.PriorityCapAnnotation, gang.PSIPAnnotation, gang.PSMACAnnotation, gang.IPAnnotation, gang.IfaceAnnotation, gang.MemberAnnotation} {
+		gang.WindowAnnotation, gang.PriorityCapAnnotation, gang.PSIPAnnotation, gang.PSMACAnnotation, gang.IPAnnotation, gang.IfaceAnnotation, gang.MemberAnnotation,
+		gang.MasterAddrAnnotation, gang.MasterPortAnnotation} {
 		contract[a] = true
 	}
 	pg := find(objs, "PodGroup", "")
@@ -322,14 +328,52 @@ func TestSampleJobEnvironment(t *testing.T) {
 		want := map[string]string{"RANK": gang.RankAnnotation, "WORLD_SIZE": gang.WorldSizeAnnotation, "INAPACK_JOB": gang.SwitchJobAnnotation,
 			"INAPACK_SLOT_BASE": gang.SlotBaseAnnotation, "INAPACK_WINDOW": gang.WindowAnnotation, "INAPACK_PRIORITY": gang.PriorityCapAnnotation,
 			"INAPACK_PS_IP": gang.PSIPAnnotation, "INAPACK_PS_MAC": gang.PSMACAnnotation, "INAPACK_IP": gang.IPAnnotation, "INAPACK_IFACE": gang.IfaceAnnotation,
-			"INAPACK_MEMBER": gang.MemberAnnotation}
+			"INAPACK_MEMBER": gang.MemberAnnotation, "NODE_RANK": gang.RankAnnotation, "NNODES": gang.WorldSizeAnnotation,
+			"MASTER_ADDR": gang.MasterAddrAnnotation, "MASTER_PORT": gang.MasterPortAnnotation}
 		for k, a := range want {
 			if env[k] != a {
 				t.Errorf("worker %s: %s from %q, want annotation %s", p.Name, k, env[k], a)
 			}
 		}
+		checkTorchrun(t, objs, p)
 	}
 	if _, err := gang.Collect(gang.Key{Namespace: g[0].Namespace, Name: pg.GetName()}, g, minCount); err != nil || workers == 0 {
 		t.Errorf("the sample is not a gang NetPack can plan (%d workers): %v", workers, err)
+	}
+}
+
+// checkTorchrun: a sample worker is one torchrun agent and process per pod, its node rank, node
+// count and rendezvous the operator's (operator.Env), under backend inapack, meeting at the
+// headless Service its pod names, which selects rank 0's pod by the operator's label.
+func checkTorchrun(t *testing.T, objs []*unstructured.Unstructured, p *v1.Pod) {
+	t.Helper()
+	c := p.Spec.Containers[0]
+	argv := slices.Concat(c.Command, c.Args)
+	for _, want := range []string{"--nnodes=$(NNODES)", "--nproc-per-node=1", "--node-rank=$(NODE_RANK)",
+		"--master-addr=$(MASTER_ADDR)", "--master-port=$(MASTER_PORT)", "--backend=inapack"} {
+		if !slices.Contains(argv, want) {
+			t.Errorf("worker %s: %q lacks %s", p.Name, argv, want)
+		}
+	}
+	if len(argv) == 0 || filepath.Base(argv[0]) != "torchrun" {
+		t.Errorf("worker %s runs %q, not torchrun", p.Name, argv)
+	}
+	svcName := p.Annotations[gang.MasterServiceAnnotation]
+	o := find(objs, "Service", svcName)
+	if svcName == "" || o == nil || o.GetName() != svcName || o.GetNamespace() != p.Namespace {
+		t.Errorf("worker %s names Service %q (%s): want a Service of the sample in namespace %s", p.Name, svcName,
+			gang.MasterServiceAnnotation, p.Namespace)
+		return
+	}
+	var svc v1.Service
+	kubetest.Fatal(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &svc))
+	if svc.Spec.ClusterIP != v1.ClusterIPNone || !svc.Spec.PublishNotReadyAddresses ||
+		!maps.Equal(svc.Spec.Selector, map[string]string{gang.MasterLabel: svcName}) {
+		t.Errorf("Service %s: clusterIP %q, publishNotReadyAddresses %v, selector %v: want headless, published before ready, "+
+			"selecting %s=%s alone", svcName, svc.Spec.ClusterIP, svc.Spec.PublishNotReadyAddresses, svc.Spec.Selector, gang.MasterLabel, svcName)
+	}
+	if p.Spec.HostNetwork && p.Spec.DNSPolicy != v1.DNSClusterFirstWithHostNet {
+		t.Errorf("worker %s: host network with dnsPolicy %q: it cannot resolve %s.%s.svc (want %s)", p.Name, p.Spec.DNSPolicy,
+			svcName, p.Namespace, v1.DNSClusterFirstWithHostNet)
 	}
 }

@@ -85,13 +85,15 @@ func TestPlanMembersReachTheSwitchEntries(t *testing.T) {
 	t.Error("Env has no INAPACK_MEMBER from " + gang.MemberAnnotation)
 }
 
-// TestMasterServiceAgreed: a plan's pods name one headless Service for torchrun's rendezvous, a
-// DNS label, or none; anything else is an error that names the pods or the name.
+// TestMasterServiceAgreed: a plan's pods name one headless Service for torchrun's rendezvous (a
+// DNS label; a pod may name none, the PS say), or none; anything else is an error that names the
+// pods or the name.
 func TestMasterServiceAgreed(t *testing.T) {
 	for _, tc := range []struct{ ps, w0, want, err string }{
 		{"", "", "", ""},
 		{"j-master", "j-master", "j-master", ""},
-		{"", "j-master", "", "name different Services"},
+		{"", "j-master", "j-master", ""},
+		{"k-master", "j-master", "", "name different Services"},
 		{"Bad_Name", "Bad_Name", "", "is no Service name"},
 	} {
 		pods := []*v1.Pod{planPod("ps", "ps1", -1, ""), planPod("w0", "h1", 0, "")}

@@ -21,17 +21,21 @@ type rendezvous struct {
 	port    int
 }
 
-// masterService is the Service a plan's pods name (gang.MasterServiceAnnotation): all alike, a
-// DNS-1035 label (a Service's name), or none.
+// masterService is the Service a plan's pods name (gang.MasterServiceAnnotation): one DNS-1035
+// label (a Service's name) on every pod that names one (the workers, say, and not the PS), or
+// none.
 func masterService(pods []*v1.Pod) (string, error) {
 	svc, first := "", ""
-	for i, p := range pods {
+	for _, p := range pods {
 		s := p.Annotations[gang.MasterServiceAnnotation]
-		if i > 0 && s != svc {
+		switch {
+		case s == "":
+		case svc == "":
+			svc, first = s, p.Name
+		case s != svc:
 			return "", fmt.Errorf("pods %s and %s name different Services in %s (%q, %q)", first, p.Name,
 				gang.MasterServiceAnnotation, svc, s)
 		}
-		svc, first = s, p.Name
 	}
 	if svc != "" {
 		if errs := validation.IsDNS1035Label(svc); len(errs) > 0 {
