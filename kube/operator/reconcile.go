@@ -108,7 +108,10 @@ func (r *reconciler) install(ctx context.Context, id string, planned []*v1.Pod) 
 
 // complete carries an allocated plan through to Ready (each step skipped where already done).
 func (r *reconciler) complete(ctx context.Context, pl *plan, topo *topology.Topology, a allocation) (reconcile.Result, error) {
-	rv := r.rendezvous(ctx, pl, a)
+	rv, err := r.rendezvous(ctx, pl, a)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	wiring, err := pl.wiring(topo, a, r.cfg.Iface, rv)
 	if err != nil {
 		return reconcile.Result{}, r.failed(ctx, pl.pods(), "Install", pl.id, refuse(ReasonNotInTopology, err))

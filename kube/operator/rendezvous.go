@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -47,22 +48,26 @@ func masterService(pods []*v1.Pod) (string, error) {
 
 // rendezvous is the plan's: the port from its switch job, the address its Service's name or, with
 // none, rank 0's node's InternalIP (INAPack's pods use the host network: the node's address is
-// theirs). A node whose address cannot be read leaves MASTER_ADDR empty, with a Warning event:
-// only a gang that runs torchrun needs it, and torchrun then stops at once saying so, where
-// refusing the plan would stop every gang for an address most never use.
-func (r *reconciler) rendezvous(ctx context.Context, pl *plan, a allocation) rendezvous {
+// theirs). A node that has no InternalIP, or that the operator may not read or cannot find, leaves
+// MASTER_ADDR empty, with a Warning event: only a gang that runs torchrun needs it, and torchrun
+// then stops at once saying so, where refusing the plan would stop every gang for an address most
+// never use. Any other error of the API server is returned, for a retry.
+func (r *reconciler) rendezvous(ctx context.Context, pl *plan, a allocation) (rendezvous, error) {
 	rv := rendezvous{service: pl.masterService, port: r.cfg.MasterPortBase + a.SwitchJob}
 	if rv.service != "" {
 		rv.addr = rv.service + "." + pl.workers[0].Namespace + ".svc"
-		return rv
+		return rv, nil
 	}
 	var n v1.Node
 	err := r.api.Get(ctx, types.NamespacedName{Name: node(pl.workers[0])}, &n)
+	if err != nil && !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) {
+		return rv, fmt.Errorf("reading rank 0's node for MASTER_ADDR: %w", err)
+	}
 	if err == nil {
 		for _, ad := range n.Status.Addresses {
 			if ad.Type == v1.NodeInternalIP {
 				rv.addr = ad.Address
-				return rv
+				return rv, nil
 			}
 		}
 		err = fmt.Errorf("node %s has no InternalIP", n.Name)
@@ -73,7 +78,7 @@ func (r *reconciler) rendezvous(ctx context.Context, pl *plan, a allocation) ren
 	for _, p := range pl.pods() {
 		r.events.Eventf(p, nil, v1.EventTypeWarning, "INAMasterAddrUnknown", "Install", "%s", msg)
 	}
-	return rv
+	return rv, nil
 }
 
 // annotate writes rv into a pod's wiring.

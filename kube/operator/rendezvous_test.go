@@ -175,4 +175,22 @@ func TestRendezvous(t *testing.T) {
 	if ids := e.switchJobs(t); len(ids) != 2 {
 		t.Errorf("controller jobs %v: want a's and b's only", ids)
 	}
+
+	// Nodes that report no InternalIP, and a gang that names no Service: installed all the same,
+	// MASTER_ADDR left out, and a Warning event says why.
+	for _, n := range e.nodes {
+		cur, err := e.cs().CoreV1().Nodes().Get(e.ctx, n.Name, metav1.GetOptions{})
+		kubetest.Fatal(t, err)
+		cur.Status.Addresses = nil
+		_, err = e.cs().CoreV1().Nodes().UpdateStatus(e.ctx, cur, metav1.UpdateOptions{})
+		kubetest.Fatal(t, err)
+	}
+	plD := e.submit(t, kubetest.Job{Name: "d", Workers: 1, GPUsPerWorker: 1, Model: "resnet50", PodGroup: true})
+	podsD := e.waitInstalled(t, "d", plD.ID)
+	for _, p := range podsD {
+		if a, ok := p.Annotations[gang.MasterAddrAnnotation]; ok || p.Annotations[gang.MasterPortAnnotation] == "" {
+			t.Errorf("pod %s: master-addr %q (want none), master-port %q", p.Name, a, p.Annotations[gang.MasterPortAnnotation])
+		}
+	}
+	e.expectEvents(t, podsD[1].Name, "INAMasterAddrUnknown", "INAInstalled")
 }
