@@ -199,7 +199,8 @@ func TestKubernetesEndToEnd(t *testing.T) {
 		}
 		if *demo {
 			for _, g := range wave {
-				// The first gang, and any whose pods share nodes: their members and switch entries.
+				// The first gang, any whose pods share nodes (their members) and the torch gang (its
+				// rendezvous): their annotations and switch entries.
 				if (w == 0 && g.Name == wave[0].Name) || g.GPUsPerWorker == 1 || g.torch != nil {
 					traceGang(ctx, t, kapi, ctl, g.Job)
 				}

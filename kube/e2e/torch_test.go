@@ -36,9 +36,9 @@ const (
 // torch-demo finds it), the inapack package and its library.
 type torchRun struct{ python, pythonPath, lib string }
 
-// torchWave is the demo's last wave, the torch gang alone on the cluster (its four 2-GPU
-// workers and its PS take every node), or none, with one line, where build/pyenv lacks torch;
-// under CI (which installs torch) that is a failure.
+// torchWave is the demo's last wave, the torch gang alone on the cluster (four 2-GPU workers
+// and a PS on five 2-GPU nodes), or none, with one line, where build/pyenv lacks torch; under CI
+// (which installs torch) that is a failure.
 func torchWave(t *testing.T) [][]gangJob {
 	t.Helper()
 	rt, why := findTorch(t)
