@@ -155,10 +155,14 @@ func (r rowSpec) render(s samples) row {
 	return out
 }
 
-// num prints a figure with three significant digits or more (12.3k, 1.23, 0.0123).
+// num prints a figure with three significant digits or more (1.23G, 45.6M, 123.4k, 1.23, 0.0123).
 func num(v float64) string {
 	a := math.Abs(v)
 	switch {
+	case a >= 1e9:
+		return fmt.Sprintf("%.3gG", v/1e9)
+	case a >= 1e6:
+		return fmt.Sprintf("%.4gM", v/1e6)
 	case a >= 1e5:
 		return fmt.Sprintf("%.1fk", v/1e3)
 	case a >= 100:

@@ -173,3 +173,29 @@ func TestFillNote(t *testing.T) {
 		t.Errorf("fillNote = %q", got)
 	}
 }
+
+// Figures print with three or four significant digits and a unit prefix past 100k, and read back
+// (agree compares tables by reading them) to within that rounding: a spin loop's 233.3 M steps a
+// second printed "233300.0k".
+func TestNumRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		v    float64
+		want string
+	}{
+		{0.01234, "0.0123"}, {1.234, "1.23"}, {12.34, "12.3"}, {1234, "1234"}, {123_456, "123.5k"},
+		{1_946_000, "1.946M"}, {233_300_000, "233.3M"}, {2_333_000_000, "2.33G"},
+	} {
+		got := num(c.v)
+		if got != c.want {
+			t.Errorf("num(%v) = %q, want %q", c.v, got, c.want)
+		}
+		back, err := parseNum(got)
+		if err != nil || math.Abs(back-c.v) > 0.005*c.v {
+			t.Errorf("parseNum(%q) = %v, %v; want about %v", got, back, err, c.v)
+		}
+	}
+	f, ok := parseFigure("host 334.1M step/s (221.4M-592.5M)")
+	if !ok || f.med != 334.1e6 || f.lo != 221.4e6 || f.hi != 592.5e6 {
+		t.Errorf("parseFigure: %+v %v", f, ok)
+	}
+}
