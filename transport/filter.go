@@ -86,3 +86,18 @@ func IPv4Filter() ([]bpf.RawInstruction, error) {
 		bpf.RetConstant{Val: 0},
 	})
 }
+
+// AutoLanes is the threads an agent (a worker.Group, a ps.Group) runs on when none are asked
+// for, given the cores it may use: one per four cores, a power of two, at least one and at most
+// 16. The other three quarters are the host's: a worker host trains (data loading, the framework's
+// own threads, the GPU driver), and a PS host may serve other jobs. One thread moves a chunk in
+// about a quarter of a microsecond of its own CPU (docs/agents.md), so 16 cover 100 Gbit/s of
+// gradient; and on hosts under eight cores a second thread gained nothing measurable in memory
+// (the other core is busy), so they get one.
+func AutoLanes(cores int) int {
+	n := 1
+	for 2*n <= cores/4 && 2*n <= 16 {
+		n *= 2
+	}
+	return n
+}

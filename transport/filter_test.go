@@ -268,3 +268,12 @@ func TestOffsetsMatchTheWire(t *testing.T) {
 		t.Errorf("job at %d reads %x, seq at %d reads %x", offJob, b[offJob:offJob+2], offSeq, b[offSeq:offSeq+4])
 	}
 }
+
+// An agent's default threads: one per four cores, a power of two, from one to 16.
+func TestAutoLanes(t *testing.T) {
+	for cores, want := range map[int]int{0: 1, 1: 1, 2: 1, 7: 1, 8: 2, 15: 2, 16: 4, 32: 8, 63: 8, 64: 16, 256: 16} {
+		if got := AutoLanes(cores); got != want {
+			t.Errorf("AutoLanes(%d) = %d, want %d", cores, got, want)
+		}
+	}
+}
