@@ -95,6 +95,14 @@ func TestVerdicts(t *testing.T) {
 		}
 		return s
 	}
+	// ceiling adds c/d pairs from lo to hi over the five rounds.
+	ceiling := func(s samples, lo, hi float64) samples {
+		s["c"], s["d"] = map[int]float64{}, map[int]float64{}
+		for i := range 5 {
+			s["c"][i], s["d"][i] = lo+(hi-lo)*float64(i)/4, 1
+		}
+		return s
+	}
 	for _, c := range []struct {
 		spec string
 		s    samples
@@ -111,6 +119,11 @@ func TestVerdicts(t *testing.T) {
 		{"x|a|u|r|b|<= 1.5|0.9", five(1.6, 1.7, 2.0, 2.5, 3.0), "MISSED"},
 		{"x|a|u|r|b|>= 0.8", samples{"a": {1: 1}, "b": {1: 1}}, "1 pairs: no verdict"},
 		{"x|a|u|r|=2|>= 0.4", five(1, 1, 1, 1, 1), "met"},
+		// A ceiling (the cores the host gave, c/d) wholly under the target: the host's verdict,
+		// whatever the spread; one that reaches the target leaves the verdict to the ratio.
+		{"x|a|u|r|b|>= 1.8||cores given:c/d", ceiling(five(0.6, 0.9, 1.0, 1.2, 1.8), 1.0, 1.1), "HOST: cores given 1.05 (1.00-1.10) < 1.8"},
+		{"x|a|u|r|b|>= 1.8||cores given:c/d", ceiling(five(1.0, 1.1, 1.1, 1.2, 1.3), 1.5, 1.9), "MISSED"},
+		{"x|a|u|r|b|>= 1.8||cores given:c/d", ceiling(five(1.9, 1.9, 2.0, 2.0, 2.0), 1.9, 2.0), "met"},
 	} {
 		r, err := parseRowSpec(c.spec)
 		if err != nil {
@@ -128,7 +141,7 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("sample %q accepted", l)
 		}
 	}
-	for _, l := range []string{"a|b|c", "x|a|u|r|b|> 1", "x|a|u|r|b|>= 1|-1"} {
+	for _, l := range []string{"a|b|c", "x|a|u|r|b|> 1", "x|a|u|r|b|>= 1|-1", "x|a|u|r|b|>= 1||c/d", "x|a|u|r|b|>= 1||w:c"} {
 		if _, err := parseRowSpec(l); err == nil {
 			t.Errorf("row %q accepted", l)
 		}
