@@ -187,7 +187,7 @@ type memResult struct {
 	worker, switches, psCP time.Duration
 	wall                   time.Duration
 	proc                   time.Duration // the process's CPU, every thread and part (and the runtime's)
-	data                   []float32 // the tensor after the last call
+	data                   []float32     // the tensor after the last call
 }
 
 // perChunk is d per chunk, in ns.
