@@ -44,6 +44,13 @@ func threadCPU() time.Duration {
 	return time.Duration(ts.Nano())
 }
 
+// processCPU is the process's CPU time so far, user and system, every thread.
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // arena hands out frame buffers that are all given back at once.
 type arena struct {
 	bufs [][]byte
@@ -179,7 +186,8 @@ type memResult struct {
 	chunks                 int // results delivered
 	worker, switches, psCP time.Duration
 	wall                   time.Duration
-	data                   []float32 // the tensor after the last call
+	proc                   time.Duration // the process's CPU, every thread and part (and the runtime's)
+	data                   []float32     // the tensor after the last call
 }
 
 // perChunk is d per chunk, in ns.
@@ -253,14 +261,19 @@ func runMem(o memOpts) (memResult, error) {
 	for _, l := range loops {
 		l.swCPU, l.psCPU = 0, 0
 	}
+	// The setup's garbage (a switch model, a PS and their tables per thread, the tensor) is
+	// collected now, not by the runtime during the timed calls: a collection then takes a P and
+	// stops the world, which on a two-core host cost the two-thread run a fifth more CPU per
+	// chunk and most of its second core (the calls themselves allocate a few KB).
+	runtime.GC()
 	cpu0, res0 := cpu(), results()
-	start := time.Now()
+	proc0, start := processCPU(), time.Now()
 	for range o.iters {
 		if err := call(); err != nil {
 			return memResult{}, err
 		}
 	}
-	r := memResult{wall: time.Since(start), chunks: int(results() - res0)}
+	r := memResult{wall: time.Since(start), proc: processCPU() - proc0, chunks: int(results() - res0)}
 	for _, l := range loops {
 		r.switches += l.swCPU
 		r.psCP += l.psCPU
@@ -287,14 +300,17 @@ type agentsOpts struct {
 //
 //   - in memory (runMem: one worker, the switch model and the PS, float32 calls of o.size values):
 //     worker_ns, ps_ns and switch_ns, CPU per chunk on one thread; t1_cps and t2_cps, chunks per
-//     second of wall time on one and on two threads; scaling, t2 / t1; host_t1 and host_t2, a
-//     spin loop's steps per second on one and two threads (spinRate: what the host gives two
-//     threads at that moment);
+//     second of wall time on one and on two threads; scaling, t2 / t1; t1_proc_ns and t2_proc_ns,
+//     the process's CPU per chunk (every part and the runtime) on one and two threads, and
+//     t1_cores and t2_cores, that CPU over the wall time: the cores the host gave the run (t2/t1
+//     is the cores ratio over the CPU-per-chunk ratio); host_t1 and host_t2, a spin loop's steps
+//     per second on one and two threads (spinRate: what the host gives two threads at that
+//     moment);
 //   - with o.veth (root), over AF_PACKET rings on veths (path, one worker): af_worker_ns, the
 //     worker agent's process CPU per chunk, and af_floor_ns, the bare ring loop's for the same
 //     frames on the same path (the kernel's floor), and af_ratio, the first over the second.
 func agents(o agentsOpts) (map[string]float64, error) {
-	var w, p, s, t1, t2, sc, h1, h2 []float64
+	var w, p, s, t1, t2, sc, h1, h2, pc1, pc2, co1, co2 []float64
 	for range o.pairs {
 		// The host's own 2/1 first: the same work on one and on two threads, nothing shared.
 		a, b := spinRate(1), spinRate(2)
@@ -310,9 +326,12 @@ func agents(o agentsOpts) (map[string]float64, error) {
 		c1, c2 := float64(r1.chunks)/r1.wall.Seconds(), float64(r2.chunks)/r2.wall.Seconds()
 		w, p, s = append(w, r1.perChunk(r1.worker)), append(p, r1.perChunk(r1.psCP)), append(s, r1.perChunk(r1.switches))
 		t1, t2, sc = append(t1, c1), append(t2, c2), append(sc, c2/c1)
+		pc1, pc2 = append(pc1, r1.perChunk(r1.proc)), append(pc2, r2.perChunk(r2.proc))
+		co1, co2 = append(co1, r1.proc.Seconds()/r1.wall.Seconds()), append(co2, r2.proc.Seconds()/r2.wall.Seconds())
 	}
 	out := map[string]float64{"worker_ns": median(w), "ps_ns": median(p), "switch_ns": median(s),
-		"t1_cps": median(t1), "t2_cps": median(t2), "scaling": median(sc), "host_t1": median(h1), "host_t2": median(h2)}
+		"t1_cps": median(t1), "t2_cps": median(t2), "scaling": median(sc), "host_t1": median(h1), "host_t2": median(h2),
+		"t1_proc_ns": median(pc1), "t2_proc_ns": median(pc2), "t1_cores": median(co1), "t2_cores": median(co2)}
 	if !o.veth {
 		return out, nil
 	}

@@ -41,6 +41,7 @@ func benchMem(b *testing.B, threads int) {
 		tot.psCP += r.psCP
 		tot.switches += r.switches
 		tot.wall += r.wall
+		tot.proc += r.proc
 	}
 	if threads == 1 { // the threads of a group have no clock of their own (runMem)
 		b.ReportMetric(tot.perChunk(tot.worker), "worker-cpu-ns/chunk")
@@ -48,6 +49,9 @@ func benchMem(b *testing.B, threads int) {
 		b.ReportMetric(tot.perChunk(tot.switches), "switch-cpu-ns/chunk")
 	}
 	b.ReportMetric(float64(tot.chunks)/tot.wall.Seconds(), "chunks/s")
+	// Every thread's CPU (worker, switch model, PS, runtime) per chunk, and the cores it kept busy.
+	b.ReportMetric(tot.perChunk(tot.proc), "proc-cpu-ns/chunk")
+	b.ReportMetric(tot.proc.Seconds()/tot.wall.Seconds(), "cores")
 }
 
 func BenchmarkAgentsInMemory1Thread(b *testing.B)  { benchMem(b, 1) }

@@ -22,13 +22,18 @@ func (f figure) inside(g figure) bool { return g.lo <= f.med && f.med <= g.hi }
 var (
 	columnSep = regexp.MustCompile(`\s{2,}`)
 	// "80.2 Mbit/s (65.1-80.9)", "the path's limit 109 Mbit/s (106-127)", "4.79 GB/s (CPU) (4.75-5.62)"
-	figureRE = regexp.MustCompile(`([0-9][0-9.]*k?)[^0-9(]*(?:\(CPU\)[^0-9(]*)?\(([0-9][0-9.]*k?)-([0-9][0-9.]*k?)\)$`)
+	figureRE = regexp.MustCompile(`([0-9][0-9.]*[kMG]?)[^0-9(]*(?:\(CPU\)[^0-9(]*)?\(([0-9][0-9.]*[kMG]?)-([0-9][0-9.]*[kMG]?)\)$`)
 )
 
 func parseNum(s string) (float64, error) {
 	mult := 1.0
-	if strings.HasSuffix(s, "k") {
-		s, mult = strings.TrimSuffix(s, "k"), 1e3
+	for _, u := range []struct {
+		suffix string
+		mult   float64
+	}{{"k", 1e3}, {"M", 1e6}, {"G", 1e9}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
+		}
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	return v * mult, err

@@ -38,14 +38,17 @@ func readSamples(r io.Reader) (samples, error) {
 }
 
 // rowSpec is one line of the table: "name|key|unit|reference name|reference key or =constant|
-// target|bound". The value is the median of key's repetitions; the ratio is the median of the
-// ratios of the pairs (key / reference in the same repetition), as benchstat compares; target
+// target|bound|ceiling". The value is the median of key's repetitions; the ratio is the median of
+// the ratios of the pairs (key / reference in the same repetition), as benchstat compares; target
 // is ">= x" or "<= x" on the ratio, or empty; bound is the widest confidence interval of the
 // ratio's median (spreadOf), relative to the median, that still gives a verdict (default
-// defaultBound).
+// defaultBound); ceiling, "what:keyA/keyB", is the most the host let the ratio reach (the cores
+// it gave two threads against one, say): a ">=" target that the ceiling's whole interval lies
+// under is not the code's to meet here, and the verdict says so instead of MISSED or SPREAD.
 type rowSpec struct {
 	name, key, unit, refName, refKey, target string
 	bound                                    float64
+	ceilName, ceilA, ceilB                   string
 }
 
 // defaultBound: a ratio whose interval is wider than this, relative to its median, claims neither
@@ -56,11 +59,19 @@ const defaultBound = 0.5
 
 func parseRowSpec(line string) (rowSpec, error) {
 	f := strings.Split(line, "|")
-	if len(f) < 6 || len(f) > 7 {
-		return rowSpec{}, fmt.Errorf("row %q: want name|key|unit|reference name|reference key|target[|bound]", line)
+	if len(f) < 6 || len(f) > 8 {
+		return rowSpec{}, fmt.Errorf("row %q: want name|key|unit|reference name|reference key|target[|bound[|ceiling]]", line)
 	}
 	r := rowSpec{name: f[0], key: f[1], unit: f[2], refName: f[3], refKey: f[4], target: f[5], bound: defaultBound}
-	if len(f) == 7 && f[6] != "" {
+	if len(f) == 8 {
+		what, keys, ok1 := strings.Cut(f[7], ":")
+		a, b, ok2 := strings.Cut(keys, "/")
+		if !ok1 || !ok2 || what == "" || a == "" || b == "" {
+			return rowSpec{}, fmt.Errorf("row %q: ceiling %q: want what:keyA/keyB", line, f[7])
+		}
+		r.ceilName, r.ceilA, r.ceilB = what, a, b
+	}
+	if len(f) >= 7 && f[6] != "" {
 		b, err := strconv.ParseFloat(f[6], 64)
 		if err != nil || b <= 0 {
 			return rowSpec{}, fmt.Errorf("row %q: bad bound %q", line, f[6])
@@ -139,9 +150,25 @@ func (r rowSpec) render(s samples) row {
 		return out
 	}
 	op, t, _ := parseTarget(r.target)
+	var ceil spread
+	capped := false
+	if r.ceilA != "" && op == ">=" {
+		var cr []float64
+		for rep, b := range s[r.ceilB] {
+			if v, ok := s[r.ceilA][rep]; ok && b != 0 {
+				cr = append(cr, v/b)
+			}
+		}
+		if len(cr) >= 5 {
+			ceil = spreadOf(cr)
+			capped = ceil.hi < t
+		}
+	}
 	switch {
 	case len(ratios) < 5:
 		out[5] = fmt.Sprintf("%d pairs: no verdict", len(ratios))
+	case capped:
+		out[5] = fmt.Sprintf("HOST: %s %.2f (%.2f-%.2f) < %s", r.ceilName, ceil.med, ceil.lo, ceil.hi, strconv.FormatFloat(t, 'f', -1, 64))
 	case rs.rel() > r.bound:
 		out[5] = fmt.Sprintf("SPREAD %.0f%% > %.0f%%", 100*rs.rel(), 100*r.bound)
 	case op == ">=" && rs.lo >= t, op == "<=" && rs.hi <= t:
@@ -155,10 +182,14 @@ func (r rowSpec) render(s samples) row {
 	return out
 }
 
-// num prints a figure with three significant digits or more (12.3k, 1.23, 0.0123).
+// num prints a figure with three significant digits or more (1.23G, 45.6M, 123.4k, 1.23, 0.0123).
 func num(v float64) string {
 	a := math.Abs(v)
 	switch {
+	case a >= 1e9:
+		return fmt.Sprintf("%.3gG", v/1e9)
+	case a >= 1e6:
+		return fmt.Sprintf("%.4gM", v/1e6)
 	case a >= 1e5:
 		return fmt.Sprintf("%.1fk", v/1e3)
 	case a >= 100:

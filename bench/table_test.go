@@ -95,6 +95,14 @@ func TestVerdicts(t *testing.T) {
 		}
 		return s
 	}
+	// ceiling adds c/d pairs from lo to hi over the five rounds.
+	ceiling := func(s samples, lo, hi float64) samples {
+		s["c"], s["d"] = map[int]float64{}, map[int]float64{}
+		for i := range 5 {
+			s["c"][i], s["d"][i] = lo+(hi-lo)*float64(i)/4, 1
+		}
+		return s
+	}
 	for _, c := range []struct {
 		spec string
 		s    samples
@@ -111,6 +119,11 @@ func TestVerdicts(t *testing.T) {
 		{"x|a|u|r|b|<= 1.5|0.9", five(1.6, 1.7, 2.0, 2.5, 3.0), "MISSED"},
 		{"x|a|u|r|b|>= 0.8", samples{"a": {1: 1}, "b": {1: 1}}, "1 pairs: no verdict"},
 		{"x|a|u|r|=2|>= 0.4", five(1, 1, 1, 1, 1), "met"},
+		// A ceiling (the cores the host gave, c/d) wholly under the target: the host's verdict,
+		// whatever the spread; one that reaches the target leaves the verdict to the ratio.
+		{"x|a|u|r|b|>= 1.8||cores given:c/d", ceiling(five(0.6, 0.9, 1.0, 1.2, 1.8), 1.0, 1.1), "HOST: cores given 1.05 (1.00-1.10) < 1.8"},
+		{"x|a|u|r|b|>= 1.8||cores given:c/d", ceiling(five(1.0, 1.1, 1.1, 1.2, 1.3), 1.5, 1.9), "MISSED"},
+		{"x|a|u|r|b|>= 1.8||cores given:c/d", ceiling(five(1.9, 1.9, 2.0, 2.0, 2.0), 1.9, 2.0), "met"},
 	} {
 		r, err := parseRowSpec(c.spec)
 		if err != nil {
@@ -128,7 +141,7 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("sample %q accepted", l)
 		}
 	}
-	for _, l := range []string{"a|b|c", "x|a|u|r|b|> 1", "x|a|u|r|b|>= 1|-1"} {
+	for _, l := range []string{"a|b|c", "x|a|u|r|b|> 1", "x|a|u|r|b|>= 1|-1", "x|a|u|r|b|>= 1||c/d", "x|a|u|r|b|>= 1||w:c"} {
 		if _, err := parseRowSpec(l); err == nil {
 			t.Errorf("row %q accepted", l)
 		}
@@ -171,5 +184,31 @@ func TestFillNote(t *testing.T) {
 	s, _ := readSamples(strings.NewReader("k 1 1\nk 2 2\nk 3 3\n"))
 	if got := fillNote("slow {k}, none {missing}", s); got != "slow 2.00 (1.00-3.00), none ?" {
 		t.Errorf("fillNote = %q", got)
+	}
+}
+
+// Figures print with three or four significant digits and a unit prefix past 100k, and read back
+// (agree compares tables by reading them) to within that rounding: a spin loop's 233.3 M steps a
+// second printed "233300.0k".
+func TestNumRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		v    float64
+		want string
+	}{
+		{0.01234, "0.0123"}, {1.234, "1.23"}, {12.34, "12.3"}, {1234, "1234"}, {123_456, "123.5k"},
+		{1_946_000, "1.946M"}, {233_300_000, "233.3M"}, {2_333_000_000, "2.33G"},
+	} {
+		got := num(c.v)
+		if got != c.want {
+			t.Errorf("num(%v) = %q, want %q", c.v, got, c.want)
+		}
+		back, err := parseNum(got)
+		if err != nil || math.Abs(back-c.v) > 0.005*c.v {
+			t.Errorf("parseNum(%q) = %v, %v; want about %v", got, back, err, c.v)
+		}
+	}
+	f, ok := parseFigure("host 334.1M step/s (221.4M-592.5M)")
+	if !ok || f.med != 334.1e6 || f.lo != 221.4e6 || f.hi != 592.5e6 {
+		t.Errorf("parseFigure: %+v %v", f, ok)
 	}
 }

@@ -52,6 +52,7 @@ type demo struct {
 	killJob, killAfter                int
 	exec                              execFlags
 	perHost                           int // workers of a job per emulated host (members behind its port)
+	threads                           int // ina-ps and ina-worker -threads (0: their default)
 
 	grpcAddr, apiAddr, metricsAddr, thriftAddr string
 	ps                                         host
@@ -82,6 +83,7 @@ func Main() {
 	flag.IntVar(&d.ecnThreshold, "ecn-threshold", wire.MaxECNThreshold, "egress queue depth that marks ECN (the default never marks)")
 	flag.BoolVar(&d.preempt, "preempt", true, "higher-priority jobs preempt slots (ESA)")
 	flag.BoolVar(&d.integrity, "integrity", true, "the agents carry and check the integrity lane (docs/protocol.md, \"Integrity\")")
+	flag.IntVar(&d.threads, "threads", 0, "ina-ps and ina-worker -threads: each agent on this many threads (0: their default)")
 	flag.BoolVar(&d.trace, "trace", false, "ina-worker -trace: every backoff of a worker's retransmission timer in its log")
 	flag.Float64Var(&d.loss, "loss", 0, "reference switch: egress loss probability")
 	flag.Float64Var(&d.dup, "dup", 0, "reference switch: egress duplication probability")

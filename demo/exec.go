@@ -50,7 +50,7 @@ func (d *demo) workerArgv(j *jobSpec, r int, h host, progress time.Duration) []s
 		"-priority", fmt.Sprint(j.priority), "-slot-base", fmt.Sprint(j.slotBase), "-window", fmt.Sprint(j.window),
 		"-size", fmt.Sprint(d.size), "-iters", fmt.Sprint(iters), "-compute", d.compute.String(),
 		"-seed", fmt.Sprint(d.seed), "-ip", h.ip, "-ps-ip", psIP, "-ps-mac", d.ps.mac, "-progress-timeout", progress.String(), "-dtype", d.dtype,
-		"-integrity=" + fmt.Sprint(d.integrity)}
+		"-integrity=" + fmt.Sprint(d.integrity), "-threads", fmt.Sprint(d.threads)}
 	if d.trace {
 		argv = append(argv, "-trace")
 	}

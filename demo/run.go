@@ -90,7 +90,7 @@ type workerResult struct {
 
 func (d *demo) runJobs(ctx context.Context) error {
 	psArgs := []string{"ip", "netns", "exec", d.ps.name, filepath.Join(d.bin, "ina-ps"), "-iface", "eth0", "-ip", psIP,
-		"-integrity=" + fmt.Sprint(d.integrity)}
+		"-integrity=" + fmt.Sprint(d.integrity), "-threads", fmt.Sprint(d.threads)}
 	for _, j := range d.jobs {
 		psArgs = append(psArgs, "-job", fmt.Sprintf("%d:%d:%d", j.id, j.workers, j.window))
 	}

@@ -79,10 +79,11 @@ type job struct {
 	c        Counters
 }
 
-func newJob(cfg JobConfig) *job {
-	// Home slots for 2*Horizon seqs: the kept results and the incomplete chunks lie within about that span.
-	return &job{cfg: cfg, mask: cfg.mask(), pending: newSeqMap[*chunk](2 * cfg.Horizon),
-		kept: newSeqMap[[]byte](2 * cfg.Horizon), fifo: make([]uint32, 0, cfg.Horizon)}
+func newJob(cfg JobConfig, shift uint8) *job {
+	// Home slots for 2*Horizon seqs: the kept results and the incomplete chunks lie within about that
+	// span (of the server's lane's seqs, 2^shift apart).
+	return &job{cfg: cfg, mask: cfg.mask(), pending: newSeqMap[*chunk](2*cfg.Horizon, shift),
+		kept: newSeqMap[[]byte](2*cfg.Horizon, shift), fifo: make([]uint32, 0, cfg.Horizon)}
 }
 
 // supersedes reports whether a packet with bitmap p may replace a held partial with bitmap held:

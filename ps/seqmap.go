@@ -6,6 +6,9 @@ package ps
 // map, so any set of seqs works, only slower. The owner bounds how many entries it puts.
 type seqMap[V any] struct {
 	slots []seqSlot[V] // a power of two
+	// shift drops the seq's low bits from its home slot: a server that is one lane of 2^shift
+	// (Group) sees every 2^shift-th seq, which would otherwise use one home slot in 2^shift.
+	shift uint8
 	spill map[uint32]V // seqs whose home slot was taken when they were put
 	n     int
 }
@@ -19,16 +22,19 @@ type seqSlot[V any] struct {
 // maxSeqSlots caps the slots of one map (a job with a huge horizon spills instead).
 const maxSeqSlots = 1 << 14
 
-// newSeqMap returns a map with at least want slots (a power of two, at most maxSeqSlots).
-func newSeqMap[V any](want int) seqMap[V] {
+// newSeqMap returns a map with at least want slots (a power of two, at most maxSeqSlots) for seqs
+// 2^shift apart.
+func newSeqMap[V any](want int, shift uint8) seqMap[V] {
 	n := 64
 	for n < want && n < maxSeqSlots {
 		n *= 2
 	}
-	return seqMap[V]{slots: make([]seqSlot[V], n)}
+	return seqMap[V]{slots: make([]seqSlot[V], n), shift: shift}
 }
 
-func (m *seqMap[V]) home(q uint32) *seqSlot[V] { return &m.slots[q&uint32(len(m.slots)-1)] }
+func (m *seqMap[V]) home(q uint32) *seqSlot[V] {
+	return &m.slots[(q>>m.shift)&uint32(len(m.slots)-1)]
+}
 
 // get returns q's value. A spilled seq found with its home slot free moves there.
 func (m *seqMap[V]) get(q uint32) (v V, ok bool) {

@@ -8,7 +8,7 @@ import (
 // seqMap against a Go map, with seqs chosen to share home slots (spills), far apart and wrapping.
 func TestSeqMap(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	m := newSeqMap[int](1)
+	m := newSeqMap[int](1, 0)
 	if len(m.slots) != 64 {
 		t.Fatalf("%d slots, want the minimum 64", len(m.slots))
 	}

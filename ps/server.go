@@ -21,6 +21,7 @@ type Server struct {
 	g      Global
 	r      resulter
 	header wire.Header // decoding scratch
+	shift  uint8       // lane of 2^shift in a Group: its seqs are 2^shift apart
 }
 
 // New returns a server for cfg's jobs.
@@ -58,7 +59,7 @@ func (s *Server) AddJob(jc JobConfig) error {
 	if _, ok := s.jobs[jc.Job]; ok {
 		return fmt.Errorf("%w: job %d already served", ErrConfig, jc.Job)
 	}
-	s.jobs[jc.Job] = newJob(jc)
+	s.jobs[jc.Job] = newJob(jc, s.shift)
 	s.byID[jc.Job] = s.jobs[jc.Job]
 	return nil
 }

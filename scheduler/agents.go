@@ -35,6 +35,7 @@ func (s *Service) psArgv(j *Job, switchJob int, local bool) []string {
 	if p.SwitchJob != 0 {
 		argv = append(argv, "-iface", s.cfg.Hosts[p.PS].iface())
 	}
+	argv = append(argv, s.threadsArg(p.Window)...)
 	if local {
 		lp, _ := LocalLink(j.ID)
 		argv = append(argv, "-iface", lp)
@@ -50,13 +51,28 @@ func (s *Service) workerArgv(j *Job, w PlacedWorker, switchJob int) []string {
 	if w.Local {
 		_, iface = LocalLink(j.ID)
 	}
-	return []string{filepath.Join(s.cfg.Bin, "ina-worker"), "-iface", iface,
+	argv := []string{filepath.Join(s.cfg.Bin, "ina-worker"), "-iface", iface,
 		"-job", strconv.Itoa(switchJob), "-rank", strconv.Itoa(w.Rank), "-workers", strconv.Itoa(len(p.Workers)),
 		"-priority", strconv.Itoa(p.PriorityCap), "-slot-base", strconv.Itoa(p.SlotBase), "-window", strconv.Itoa(p.Window),
 		"-size", strconv.Itoa(j.values()), "-iters", strconv.Itoa(j.Iterations),
 		"-compute", time.Duration(j.Model.ComputeSec * float64(time.Second)).String(),
 		"-seed", strconv.FormatUint(s.cfg.Seed+uint64(j.ID), 10), "-ip", ip, "-ps-ip", psIP, "-ps-mac", psMAC,
 		"-progress-timeout", s.cfg.ProgressTimeout.String(), "-integrity=" + strconv.FormatBool(!j.NoIntegrity)}
+	return append(argv, s.threadsArg(p.Window)...)
+}
+
+// threadsArg is the agents' -threads for a job of window slots (Config.Threads): none when the
+// agents choose, else the largest power of two up to Threads dividing the window (a worker's
+// threads split the window), the same for the PS so that a job's agents match.
+func (s *Service) threadsArg(window int) []string {
+	if s.cfg.Threads <= 0 {
+		return nil
+	}
+	n := 1
+	for 2*n <= s.cfg.Threads && window%(2*n) == 0 {
+		n *= 2
+	}
+	return []string{"-threads", strconv.Itoa(n)}
 }
 
 // agentLog is what one agent's output said so far.

@@ -3,6 +3,8 @@ package scheduler
 import (
 	"strings"
 	"testing"
+
+	"github.com/inapack/inapack/controlplane/topology"
 )
 
 // Lines as cmd/ina-worker and cmd/ina-ps print them.
@@ -69,5 +71,30 @@ func TestPriorityCapBands(t *testing.T) {
 	// A higher class always beats a lower one.
 	if PriorityCap(1, 0) <= PriorityCap(0, 255) {
 		t.Error("class 1 does not beat class 0")
+	}
+}
+
+// The agents' -threads: absent when the agents choose (Config.Threads 0), else the same for the
+// PS and every worker, the largest power of two up to Threads dividing the job's window.
+func TestAgentThreads(t *testing.T) {
+	topo := &topology.Topology{Hosts: map[string]topology.Host{"h1": {IP: "10.0.1.1/24", MAC: "02:00:00:00:01:01"},
+		"h2": {IP: "10.0.1.2/24", MAC: "02:00:00:00:01:02"}}}
+	j := &Job{ID: 1, Placement: &Placement{PS: "h1", Workers: []PlacedWorker{{Host: "h2"}}, SwitchJob: 3, Window: 12}}
+	for _, c := range []struct {
+		threads int
+		want    string // "" for no flag
+	}{{0, ""}, {1, "1"}, {2, "2"}, {4, "4"}, {8, "4"}, {3, "2"}} {
+		s := &Service{cfg: Config{Cluster: &Cluster{Topo: topo}, Hosts: map[string]HostAccess{}, Bin: "bin", Threads: c.threads}}
+		for _, argv := range [][]string{s.psArgv(j, 3, false), s.workerArgv(j, j.Placement.Workers[0], 3)} {
+			got := ""
+			for i, a := range argv {
+				if a == "-threads" && i+1 < len(argv) {
+					got = argv[i+1]
+				}
+			}
+			if got != c.want {
+				t.Errorf("Threads %d, window 12: %s has -threads %q, want %q", c.threads, argv[0], got, c.want)
+			}
+		}
 	}
 }

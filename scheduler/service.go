@@ -42,6 +42,10 @@ type Config struct {
 	StateDir string
 	// Window is the aggregator slots given to each job (default 16, at most ActiveSlots).
 	Window int
+	// Threads is the agents' -threads, for each job the largest power of two up to it that divides
+	// the job's window; 0 leaves each agent its own default, transport.AutoLanes of the cores it
+	// may use on its host (one per four), which is what fits a host the scheduler knows no more of.
+	Threads int
 	// ProgressTimeout is the workers' -progress-timeout: a worker whose peer died fails this long
 	// after (default 10s).
 	ProgressTimeout time.Duration

@@ -31,7 +31,10 @@
 #   - the PS merge rate against copy() of the same bytes (Go benchmarks, per second of CPU time);
 #   - the agents' CPU per chunk (ina-bench agents, medians of 3 interleaved pairs a round): one worker
 #     and the PS against the switch model in memory, the thread's CPU clock read around the switch's
-#     and the PS's batches (docs/agents.md), on one thread and two (chunks per second of wall time);
+#     and the PS's batches (docs/agents.md), on one thread and two (chunks per second of wall time;
+#     and for each, the process's CPU per chunk and the cores it kept busy, with a spin loop's 2/1
+#     on the same host at the same moments as the most two threads could gain: a 2/1 target the
+#     spin loop's whole interval lies under is the host's, verdict HOST);
 #     as root, the worker agent over AF_PACKET rings on veths beside the bare ring loop on the same
 #     path (ina-bench path -workers 1, with and without -agent: the kernel's floor per chunk).
 # Knobs: BENCH_REPS (5), BENCH_SIZE (values, 262144 = 1 MiB), BENCH_ITERS (20: the first, which
@@ -198,8 +201,10 @@ PS merge, 8 workers, no INA|merge|GB/s (CPU)|copy()|copy|>= 0.25
 worker CPU per chunk, in memory|agents_worker_ns|ns|target|=250|<= 1.00
 PS CPU per chunk, in memory|agents_ps_ns|ns|target|=150|<= 1.00
 worker CPU per chunk, AF_PACKET|agents_af_worker_ns|ns|the path's floor|agents_af_floor_ns|<= 1.50
-worker, 2 threads / 1 thread, in memory|agents_t2_cps|chunk/s|1 thread|agents_t1_cps|>= 1.80
+worker, 2 threads / 1 thread, in memory|agents_t2_cps|chunk/s|1 thread|agents_t1_cps|>= 1.80||the host's spin loop 2/1:agents_host_t2/agents_host_t1
 host, 2 threads / 1 thread (a spin loop)|agents_host_t2|step/s|1 thread|agents_host_t1|
+worker, 2 threads / 1 thread, in memory, cores kept busy|agents_t2_cores|cores|1 thread|agents_t1_cores|
+worker, 2 threads / 1 thread, in memory, CPU per chunk (all parts)|agents_t2_proc_ns|ns|1 thread|agents_t1_proc_ns|
 note|The path's limit: ina-bench path, the 4-worker job's frames and ring operations through the same veths and processes with nothing else done, ${PATHS} s just before the job and ${PATHS} s just after it.
 note|slow iterations (over 1.5x p50) of $TAIL_ITERS, per round: clean {tail0_slow}, of which waited on the timer {tail0_slow_timer}, on a fast retransmission {tail0_slow_fast}, on a window cut {tail0_slow_cut}, on none of them {tail0_slow_none}
 note|  1% loss {tail0.01_slow}: timer {tail0.01_slow_timer}, fast retransmission {tail0.01_slow_fast}, window cut {tail0.01_slow_cut}, none {tail0.01_slow_none}

@@ -25,10 +25,11 @@ const (
 // judges it as before. It is what PacketConfig.Jobs attaches.
 func JobFilter(jobs []uint16) ([]bpf.RawInstruction, error) { return LaneFilter(jobs, 0, 1) }
 
-// LaneFilter is JobFilter for thread lane of lanes of a worker.Group: of its jobs' INA frames it
-// keeps those whose seq is lane mod lanes, the chunks that thread owns (lanes 1 is JobFilter).
-// Each thread's socket on the interface then copies and wakes up for its own results only, as a
-// fanout by chunk would hand them out.
+// LaneFilter is JobFilter for thread lane of lanes of a worker.Group or a PS on several threads:
+// of its jobs' INA frames it keeps those whose seq is lane mod lanes, the chunks that thread owns,
+// and every other IPv4 frame goes to lane 0 alone (lanes 1 is JobFilter). Each thread's socket on
+// the interface then copies and wakes up for its own chunks only, as a fanout by chunk would hand
+// them out, and a frame that is no chunk of the jobs is judged and counted once, by lane 0.
 func LaneFilter(jobs []uint16, lane, lanes int) ([]bpf.RawInstruction, error) {
 	if len(jobs) == 0 || len(jobs) > 200 {
 		return nil, fmt.Errorf("job filter: %d jobs, want 1..200", len(jobs))
@@ -37,40 +38,41 @@ func LaneFilter(jobs []uint16, lane, lanes int) ([]bpf.RawInstruction, error) {
 		return nil, fmt.Errorf("job filter: lane %d of %d", lane, lanes)
 	}
 	n := uint8(len(jobs))
-	// Instructions 0-7 check the headers, 8 loads the job id, 9..8+n compare it with each job,
-	// 9+n drops and 10+n accepts. A jump from instruction i to accept skips 10+n-i-1, to drop
-	// one fewer.
-	toAccept := func(i uint8) uint8 { return 10 + n - i - 1 }
+	// Instructions 0-7 check the headers, 8 loads the job id, 9..8+n compare it with each job and
+	// 9+n drops. With one lane 10+n accepts; with several, 10+n..12+n check the seq's lane, 13+n
+	// drops and 14+n accepts. other is where an IPv4 frame that is not INA goes.
+	drop, accept, own := 9+n, 10+n, 10+n
+	if lanes > 1 {
+		accept = 14 + n
+	}
+	other := accept
+	if lane != 0 {
+		other = drop
+	}
+	skip := func(from, to uint8) uint8 { return to - from - 1 }
 	prog := []bpf.Instruction{
 		bpf.LoadAbsolute{Off: offEtherType, Size: 2},
-		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: wire.EtherTypeIPv4, SkipTrue: toAccept(1) - 1},
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: wire.EtherTypeIPv4, SkipTrue: skip(1, drop)},
 		bpf.LoadAbsolute{Off: offVersion, Size: 1},
-		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: 0x45, SkipTrue: toAccept(3)},
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: 0x45, SkipTrue: skip(3, other)},
 		bpf.LoadAbsolute{Off: offProto, Size: 1},
-		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: wire.ProtoUDP, SkipTrue: toAccept(5)},
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: wire.ProtoUDP, SkipTrue: skip(5, other)},
 		bpf.LoadAbsolute{Off: offDstPort, Size: 2},
-		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: wire.UDPPort, SkipTrue: toAccept(7)},
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: wire.UDPPort, SkipTrue: skip(7, other)},
 		bpf.LoadAbsolute{Off: offJob, Size: 2},
 	}
-	if lanes == 1 {
-		for i, j := range jobs {
-			prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(j), SkipTrue: toAccept(9 + uint8(i))})
-		}
-		prog = append(prog, bpf.RetConstant{Val: 0}, bpf.RetConstant{Val: 0xffff})
-		return bpf.Assemble(prog)
-	}
-	// An own job's frame goes on to the lane check after the drop (10+n): a jump from 9+i skips
-	// n-i-1 comparisons and the drop.
 	for i, j := range jobs {
-		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(j), SkipTrue: n - uint8(i)})
+		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(j), SkipTrue: skip(9+uint8(i), own)})
 	}
-	prog = append(prog,
-		bpf.RetConstant{Val: 0},
-		bpf.LoadAbsolute{Off: offSeq, Size: 4},
-		bpf.ALUOpConstant{Op: bpf.ALUOpMod, Val: uint32(lanes)},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(lane), SkipTrue: 1},
-		bpf.RetConstant{Val: 0},
-		bpf.RetConstant{Val: 0xffff})
+	prog = append(prog, bpf.RetConstant{Val: 0})
+	if lanes > 1 {
+		prog = append(prog,
+			bpf.LoadAbsolute{Off: offSeq, Size: 4},
+			bpf.ALUOpConstant{Op: bpf.ALUOpMod, Val: uint32(lanes)},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(lane), SkipTrue: 1},
+			bpf.RetConstant{Val: 0})
+	}
+	prog = append(prog, bpf.RetConstant{Val: 0xffff})
 	return bpf.Assemble(prog)
 }
 
@@ -83,4 +85,19 @@ func IPv4Filter() ([]bpf.RawInstruction, error) {
 		bpf.RetConstant{Val: 0xffff},
 		bpf.RetConstant{Val: 0},
 	})
+}
+
+// AutoLanes is the threads an agent (a worker.Group, a ps.Group) runs on when none are asked
+// for, given the cores it may use: one per four cores, a power of two, at least one and at most
+// 16. The other three quarters are the host's: a worker host trains (data loading, the framework's
+// own threads, the GPU driver), and a PS host may serve other jobs. One thread moves a chunk in
+// about a quarter of a microsecond of its own CPU (docs/agents.md), so 16 cover 100 Gbit/s of
+// gradient; and on hosts under eight cores a second thread gained nothing measurable in memory
+// (the other core is busy), so they get one.
+func AutoLanes(cores int) int {
+	n := 1
+	for 2*n <= cores/4 && 2*n <= 16 {
+		n *= 2
+	}
+	return n
 }

@@ -197,41 +197,64 @@ func TestPacketJobFilter(t *testing.T) {
 	}
 }
 
-// A thread's socket keeps its own job's INA frames whose seq is its lane mod the lanes, and every
-// other IPv4 frame as JobFilter does.
+// A thread's socket keeps its own job's INA frames whose seq is its lane mod the lanes; every
+// other IPv4 frame goes to lane 0 alone, so every frame is judged by one thread at most (before,
+// lanes past 0 took a frame that is not INA by whatever bytes sat where an INA seq would).
 func TestLaneFilter(t *testing.T) {
-	vm := filterVM(t)(LaneFilter([]uint16{5, 300}, 1, 3))
+	const lanes = 3
+	var vms [lanes]*bpf.VM
+	for k := range vms {
+		vms[k] = filterVM(t)(LaneFilter([]uint16{5, 300}, k, lanes))
+	}
 	withSeq := func(job uint16, seq uint32) []byte {
 		b := inaFrame(job, wire.TypeResult)
 		b[offSeq], b[offSeq+1], b[offSeq+2], b[offSeq+3] = byte(seq>>24), byte(seq>>16), byte(seq>>8), byte(seq)
 		return b
 	}
-	otherUDP := inaFrame(9, wire.TypeData)
+	otherUDP := withSeq(9, 7) // 7 mod 3 = 1 where an INA seq would be
 	otherUDP[offDstPort], otherUDP[offDstPort+1] = 0x12, 0x34
+	ipOpts := withSeq(5, 8)
+	ipOpts[14] = 0x46
+	arp := withSeq(5, 7)
+	arp[offEtherType], arp[offEtherType+1] = 0x08, 0x06
 	for _, c := range []struct {
 		name  string
 		frame []byte
-		keep  bool
+		lane  int // the lane that keeps it; -1: none
 	}{
-		{"own job, own lane", withSeq(5, 7), true},
-		{"second own job, own lane", withSeq(300, 1<<31+2), true}, // 2^31+2 = 1 mod 3, read unsigned
-		{"own job, lane 2", withSeq(5, 8), false},
-		{"own job, lane 0", withSeq(5, 9), false},
-		{"other job, own lane", withSeq(6, 7), false},
-		{"other UDP port", otherUDP, true},
+		{"own job, seq 7", withSeq(5, 7), 1},
+		{"second own job, seq 2^31+2", withSeq(300, 1<<31+2), 1}, // 2^31+2 = 1 mod 3, read unsigned
+		{"own job, seq 8", withSeq(5, 8), 2},
+		{"own job, seq 9", withSeq(5, 9), 0},
+		{"other job", withSeq(6, 7), -1},
+		{"other UDP port", otherUDP, 0},
+		{"IPv4 options", ipOpts, 0},
+		{"not IPv4", arp, -1},
+		{"runt", []byte{1, 2, 3}, -1},
 	} {
-		n, err := vm.Run(c.frame)
-		if err != nil && c.keep {
-			t.Errorf("%s: %v", c.name, err)
-		}
-		if got := n > 0; got != c.keep {
-			t.Errorf("%s: kept %v, want %v", c.name, got, c.keep)
+		for k, vm := range vms {
+			n, err := vm.Run(c.frame)
+			if err != nil && k == c.lane {
+				t.Errorf("%s, lane %d: %v", c.name, k, err)
+			}
+			if got := n > 0; got != (k == c.lane) {
+				t.Errorf("%s: lane %d kept it %v, want only lane %d to", c.name, k, got, c.lane)
+			}
 		}
 	}
 	for _, bad := range [][2]int{{0, 0}, {3, 3}, {-1, 2}} {
 		if _, err := LaneFilter([]uint16{5}, bad[0], bad[1]); err == nil {
 			t.Errorf("lane %d of %d: no error", bad[0], bad[1])
 		}
+	}
+	// 200 jobs and several lanes: the jumps still fit.
+	many := make([]uint16, 200)
+	for i := range many {
+		many[i] = uint16(i + 1)
+	}
+	vm := filterVM(t)(LaneFilter(many, 1, 2))
+	if n, _ := vm.Run(withSeq(200, 3)); n == 0 {
+		t.Error("200 jobs: job 200's seq 3 not kept by lane 1 of 2")
 	}
 }
 
@@ -243,5 +266,14 @@ func TestOffsetsMatchTheWire(t *testing.T) {
 	b := f.Marshal()
 	if b[offJob] != 0x0a || b[offJob+1] != 0x0b || b[offSeq] != 1 || b[offSeq+3] != 4 {
 		t.Errorf("job at %d reads %x, seq at %d reads %x", offJob, b[offJob:offJob+2], offSeq, b[offSeq:offSeq+4])
+	}
+}
+
+// An agent's default threads: one per four cores, a power of two, from one to 16.
+func TestAutoLanes(t *testing.T) {
+	for cores, want := range map[int]int{0: 1, 1: 1, 2: 1, 7: 1, 8: 2, 15: 2, 16: 4, 32: 8, 63: 8, 64: 16, 256: 16} {
+		if got := AutoLanes(cores); got != want {
+			t.Errorf("AutoLanes(%d) = %d, want %d", cores, got, want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 
 	"github.com/inapack/inapack/transport"
@@ -62,6 +63,17 @@ func NewGroup(cfg Config, ts []transport.Transport) (*Group, error) {
 
 // MaxThreads bounds a Group's threads.
 const MaxThreads = 64
+
+// AutoThreads is the threads a worker runs on when none are asked for: transport.AutoLanes of
+// the cores Go may use (GOMAXPROCS, which follows a container's CPU limit), halved until it
+// divides window.
+func AutoThreads(window int) int {
+	n := transport.AutoLanes(runtime.GOMAXPROCS(0))
+	for n > 1 && window%n != 0 {
+		n /= 2
+	}
+	return n
+}
 
 // thread runs thread k's share of every call. It is not locked to an OS thread: a locked
 // goroutine that waits on its socket hands its core to another OS thread and has to be switched
@@ -130,6 +142,19 @@ func (g *Group) AllReduceFloat32(ctx context.Context, data []float32, scale floa
 func (g *Group) AllReduceInt32(ctx context.Context, data []int32) error {
 	return g.AllReduceMany(ctx, []Tensor{{Int32: data}})
 }
+
+// AllReduceFloat32Scaled is Worker.AllReduceFloat32Scaled on the group's threads.
+func (g *Group) AllReduceFloat32Scaled(ctx context.Context, data []float32, bucket int) error {
+	return g.AllReduceManyScaled(ctx, []Tensor{{Float32: data}}, bucket)
+}
+
+// AllReduceManyScaled is Worker.AllReduceManyScaled on the group's threads.
+func (g *Group) AllReduceManyScaled(ctx context.Context, ts []Tensor, bucket int) error {
+	return allReduceManyScaled(ctx, g, &g.ws[0].cfg, ts, bucket)
+}
+
+// ChunkValues is Worker.ChunkValues.
+func (g *Group) ChunkValues() int { return g.ws[0].ChunkValues() }
 
 // Snapshot sums the threads' counters; Window is the sum of their windows and RTO the largest.
 func (g *Group) Snapshot() StatsSnapshot {

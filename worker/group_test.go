@@ -120,6 +120,21 @@ func TestGroupAllReduce(t *testing.T) {
 			if err := g.AllReduceInt32(context.Background(), big); !errors.As(err, &oe) || !slices.Equal(oe.Chunks, []int{1, 2}) || !slices.Equal(oe.Tensors, []int{0}) {
 				t.Errorf("rank %d: overflow on chunks 1 and 2 gave %v", r, err)
 			}
+			// Per-bucket scales agreed first (a scale exchange on the threads, then the data):
+			// values k/8 are exact at any scale of 8 or more.
+			scaled := make([]float32, 2000)
+			for i := range scaled {
+				scaled[i] = float32(i%500) / 8
+			}
+			if err := g.AllReduceFloat32Scaled(context.Background(), scaled, 630); err != nil {
+				t.Error(err)
+			}
+			for i, v := range scaled {
+				if want := float32(3*(i%500)) / 8; v != want {
+					t.Errorf("rank %d scaled value %d: %v, want %v", r, i, v, want)
+					break
+				}
+			}
 			if s := g.Snapshot(); s.Results == 0 || s.DataSent < s.Results {
 				t.Errorf("rank %d stats %+v", r, s)
 			}

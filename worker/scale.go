@@ -64,10 +64,21 @@ func (w *Worker) AllReduceFloat32Scaled(ctx context.Context, data []float32, buc
 // AllReduceFloat32Scaled; a bucket never spans two tensors) whose scales are agreed in one
 // exponent exchange for the whole call. int32 tensors are summed exactly, as in AllReduceMany.
 func (w *Worker) AllReduceManyScaled(ctx context.Context, ts []Tensor, bucket int) error {
+	return allReduceManyScaled(ctx, w, &w.cfg, ts, bucket)
+}
+
+// reducer is a Worker or a Group.
+type reducer interface {
+	AllReduceInt32(ctx context.Context, data []int32) error
+	AllReduceMany(ctx context.Context, ts []Tensor) error
+}
+
+// allReduceManyScaled is AllReduceManyScaled on w, a Worker or a Group of cfg.
+func allReduceManyScaled(ctx context.Context, w reducer, cfg *Config, ts []Tensor, bucket int) error {
 	if bucket < 0 {
 		return fmt.Errorf("%w: scale bucket %d must not be negative", ErrConfig, bucket)
 	}
-	bucket = w.scaleBucket(bucket)
+	bucket = cfg.scaleBucket(bucket)
 	var counters []int32
 	for i, t := range ts {
 		if t.Int32 != nil && t.Float32 != nil {
@@ -83,7 +94,7 @@ func (w *Worker) AllReduceManyScaled(ctx context.Context, ts []Tensor, bucket in
 	}
 	if len(counters) > 0 {
 		if err := w.AllReduceInt32(ctx, counters); err != nil {
-			return fmt.Errorf("worker: job %d rank %d: scale exchange: %w", w.cfg.Job, w.cfg.Rank, err)
+			return fmt.Errorf("worker: job %d rank %d: scale exchange: %w", cfg.Job, cfg.Rank, err)
 		}
 	}
 	// The call AllReduceMany sees: int32 tensors as given, float32 ones cut at bucket boundaries,
@@ -98,7 +109,7 @@ func (w *Worker) AllReduceManyScaled(ctx context.Context, ts []Tensor, bucket in
 		for b := 0; b < len(t.Float32); b += bucket {
 			class := topClass(counters[:lanesPerBucket])
 			counters = counters[lanesPerBucket:]
-			pieces = append(pieces, Tensor{Float32: t.Float32[b:min(len(t.Float32), b+bucket)], Scale: BucketScale(class, w.cfg.Workers)})
+			pieces = append(pieces, Tensor{Float32: t.Float32[b:min(len(t.Float32), b+bucket)], Scale: BucketScale(class, cfg.Workers)})
 			from = append(from, i)
 		}
 	}
@@ -113,8 +124,8 @@ func (w *Worker) AllReduceManyScaled(ctx context.Context, ts []Tensor, bucket in
 }
 
 // scaleBucket rounds a bucket size up to whole chunks, so that no chunk mixes two scales.
-func (w *Worker) scaleBucket(bucket int) int {
-	n := w.cfg.width()
+func (c *Config) scaleBucket(bucket int) int {
+	n := c.width()
 	if bucket == 0 {
 		return defaultScaleChunks * n
 	}

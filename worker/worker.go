@@ -42,10 +42,11 @@ type Worker struct {
 	lane, step uint32
 	span       int
 	stats      Stats
-	tmpl       wire.Frame
-	txbuf      []byte
-	rxbuf      []byte
-	rxHeader   wire.Header
+	// The job's frame headers, written once: a send writes only the chunk's fields and values.
+	tmpl     *wire.Template
+	ipID     uint16
+	rxbuf    []byte
+	rxHeader wire.Header
 }
 
 // New returns a worker sending and receiving on t.
@@ -54,7 +55,7 @@ func New(cfg Config, t transport.Transport) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{cfg: cfg, t: t, cwnd: float64(cfg.InitialWindow), rto: cfg.RTO,
-		txbuf: make([]byte, wire.FrameLen), rxbuf: make([]byte, 2048), step: 1, span: cfg.Window}
+		rxbuf: make([]byte, 2048), step: 1, span: cfg.Window}
 	w.cwndMilli.Store(int64(w.cwnd * 1000))
 	w.rtoNanos.Store(int64(w.rto))
 	w.batch, _ = t.(transport.Batcher)
@@ -62,13 +63,14 @@ func New(cfg Config, t transport.Transport) (*Worker, error) {
 	if w.batch != nil {
 		w.queue = w.batch.Queue
 	}
-	w.tmpl = wire.Frame{
+	f := wire.Frame{
 		Addr:    wire.Addr{SrcMAC: cfg.SrcMAC, DstMAC: cfg.DstMAC, SrcIP: cfg.SrcIP, DstIP: cfg.DstIP},
 		TTL:     64,
 		SrcPort: wire.UDPPort,
 		INA: wire.Header{Version: wire.Version, Type: wire.TypeData, Priority: cfg.Priority, Member: cfg.Member,
 			Job: cfg.Job, Bitmap: 1 << uint(cfg.Rank)},
 	}
+	w.tmpl = f.NewTemplate()
 	return w, nil
 }
 
@@ -344,27 +346,22 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 
 // send transmits chunk c (seq base+step*c); extra is BYPASS for the PS path and RESEND for a retry.
 func (w *Worker) send(base uint32, c int, st *inflight, cd codec, extra wire.Flags, now time.Time) error {
-	f := &w.tmpl
-	f.INA.Seq = base + w.step*uint32(c)
-	f.INA.Slot = w.cfg.slot(f.INA.Seq)
-	f.INA.Flags = extra
+	seq := base + w.step*uint32(c)
+	flags := extra
 	if st.bypass {
-		f.INA.Flags |= wire.FlagBypass
+		flags |= wire.FlagBypass
 		if cd.isFloat(c) {
-			f.INA.Flags |= wire.FlagFloat
+			flags |= wire.FlagFloat
 		}
 	}
-	f.ID++
-	if err := f.MarshalHeadersTo(w.txbuf); err != nil {
-		return err
-	}
 	// The values are converted straight into the frame, and the integrity lane summed there.
-	v := (*[4 * K]byte)(w.txbuf[wire.FrameLen-4*K:])
+	v := w.tmpl.Values()
 	cd.load(c, v, st.bypass)
 	if !w.cfg.NoIntegrity {
 		wire.SetIntegrity(v)
 	}
-	if err := w.queue(w.txbuf); err != nil {
+	w.ipID++
+	if err := w.queue(w.tmpl.Stamp(w.ipID, flags, w.cfg.slot(seq), seq)); err != nil {
 		return fmt.Errorf("worker: job %d rank %d: send: %w", w.cfg.Job, w.cfg.Rank, err)
 	}
 	st.sent = now

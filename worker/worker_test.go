@@ -29,10 +29,12 @@ func config(rank, workers int) worker.Config {
 func hub(t *testing.T, workers int) []*transport.Mem { return hubWith(t, workers, links{}) }
 
 // links are hub's faults: toPS (nil: none) decides whether rank's frame reaches the PS, fromPS
-// (nil: none) delays the PS's frames to every worker.
+// (nil: none) delays the PS's frames to every worker; sent (nil: none) sees every frame a worker
+// sends, as it was sent (a copy it may keep).
 type links struct {
 	toPS   func(rank int, f *wire.Frame) bool
 	fromPS func(f *wire.Frame) time.Duration
+	sent   func(rank int, b []byte)
 }
 
 // hubWith is hub with faults on its links.
@@ -62,6 +64,9 @@ func hubWith(t *testing.T, workers int, l links) []*transport.Mem {
 	}, 1024)
 	for i := range ends {
 		ends[i] = transport.NewMem(func(b []byte) error {
+			if l.sent != nil {
+				l.sent(i, b)
+			}
 			var f wire.Frame
 			if l.toPS == nil || f.Unmarshal(b) != nil || l.toPS(i, &f) {
 				psEnd.Deliver(b)

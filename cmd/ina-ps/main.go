@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -75,6 +76,7 @@ func main() {
 	every := flag.Duration("stats", 0, "print counters this often (0: only at exit)")
 	flag.Var(&jobs, "job", "JOB:WORKERS[:WINDOW] to serve (repeatable)")
 	checked := flag.Bool("integrity", true, "check the integrity lane of every sum and exact-path copy (the jobs' workers must agree; docs/protocol.md)")
+	threads := flag.Int("threads", 0, "threads, each with its own socket per interface serving the chunks whose seq is its index mod the threads (ps.Group); 0: transport.AutoLanes, one per four of the cores GOMAXPROCS allows, so one below eight; a power of two")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("ina-ps: ")
@@ -85,35 +87,46 @@ func main() {
 	if ip == nil {
 		log.Fatalf("-ip %q: want an IPv4 address", *ipStr)
 	}
-	var packets []*transport.Packet
-	var members []transport.Transport
-	// Only the served jobs' INA frames: other agents on this host do not wake the PS.
+	n := *threads
+	if n == 0 {
+		n = transport.AutoLanes(runtime.GOMAXPROCS(0))
+	}
+	if n < 1 || n > ps.MaxThreads || n&(n-1) != 0 {
+		log.Fatalf("-threads %d: want a power of two up to %d", n, ps.MaxThreads)
+	}
+	// Only the served jobs' INA frames, and of those only the thread's own chunks: other agents on
+	// this host, and the other threads, do not wake this one.
 	var served []uint16
 	for i, j := range jobs {
 		served = append(served, j.Job)
 		jobs[i].NoIntegrity = !*checked
 	}
-	for _, name := range ifaces {
-		p, err := transport.OpenPacketConfig(name, transport.PacketConfig{Jobs: served})
-		if err != nil {
-			log.Fatal(err)
+	var packets []*transport.Packet
+	lanes := make([]transport.Transport, n)
+	for k := range n {
+		var members []transport.Transport
+		for _, name := range ifaces {
+			p, err := transport.OpenPacketConfig(name, transport.PacketConfig{Jobs: served, Lane: k, Lanes: n})
+			if err != nil {
+				log.Fatal(err)
+			}
+			packets = append(packets, p)
+			members = append(members, p)
 		}
-		packets = append(packets, p)
-		members = append(members, p)
+		lanes[k] = members[0]
+		if len(members) > 1 {
+			lanes[k] = transport.NewFanout(members...)
+		}
+		defer lanes[k].Close()
 	}
 	mac := packets[0].MAC()
-	var t transport.Transport = packets[0]
-	if len(members) > 1 {
-		t = transport.NewFanout(members...)
-	}
-	defer t.Close()
 	var err error
 	if *macStr != "" {
 		if mac, err = net.ParseMAC(*macStr); err != nil {
 			log.Fatalf("-mac: %v", err)
 		}
 	}
-	srv, err := ps.New(ps.Config{MAC: mac, IP: ip, Jobs: jobs})
+	srv, err := ps.NewGroup(ps.Config{MAC: mac, IP: ip, Jobs: jobs}, n)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -133,8 +146,8 @@ func main() {
 			}
 		}()
 	}
-	log.Printf("serving %d job(s) on %s (mac %s, ip %s)", len(jobs), ifaces.String(), mac, *ipStr)
-	if err := srv.Serve(ctx, t); err != nil {
+	log.Printf("serving %d job(s) on %s (mac %s, ip %s, %d thread(s))", len(jobs), ifaces.String(), mac, *ipStr, n)
+	if err := srv.Serve(ctx, lanes); err != nil {
 		log.Print(err)
 		report(srv, jobs, packets)
 		os.Exit(1)
@@ -143,7 +156,7 @@ func main() {
 }
 
 // report prints one machine-readable line per job and one for frames of no job.
-func report(srv *ps.Server, jobs jobFlags, ts []*transport.Packet) {
+func report(srv *ps.Group, jobs jobFlags, ts []*transport.Packet) {
 	ids := make([]int, 0, len(jobs))
 	for _, j := range jobs {
 		ids = append(ids, int(j.Job))

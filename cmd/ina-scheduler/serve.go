@@ -41,6 +41,7 @@ func cmdServe(args []string) error {
 	window := fs.Int("window", 16, "aggregator slots per job")
 	rtt := fs.Duration("rtt", time.Millisecond, "slot hold time in NetPack's model: INA capacity = slots x 256 B / rtt")
 	defMbps := fs.Float64("default-mbps", 1000, "capacity NetPack assumes for links without a bandwidth")
+	threads := fs.Int("threads", 0, "the agents' -threads (per job, the largest power of two up to it dividing the job's window); 0: each agent's own default, one thread per four of its host's cores")
 	progress := fs.Duration("progress-timeout", 10*time.Second, "workers fail when no chunk completes for this long")
 	seed := fs.Uint64("seed", 1, "seed of the workers' tensors (every result is checked exactly)")
 	verbose := fs.Bool("v", false, "debug logging")
@@ -81,7 +82,7 @@ func cmdServe(args []string) error {
 		return fmt.Errorf("controller: %w", err)
 	}
 	svc, err := scheduler.New(scheduler.Config{Cluster: cluster, Hosts: hosts, Controller: ctl, Policy: *policy,
-		Bin: *bin, StateDir: *stateDir, Window: *window, ProgressTimeout: *progress, Seed: *seed, Logger: log})
+		Bin: *bin, StateDir: *stateDir, Window: *window, ProgressTimeout: *progress, Threads: *threads, Seed: *seed, Logger: log})
 	if err != nil {
 		return err
 	}

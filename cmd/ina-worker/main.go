@@ -16,7 +16,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -49,7 +48,7 @@ func main() {
 		progress = flag.Duration("progress-timeout", 5*time.Second, "fail when no chunk completes for this long")
 		quiet    = flag.Bool("quiet", false, "no per-iteration lines")
 		checked  = flag.Bool("integrity", true, "carry the integrity lane and check every result (the job's PS and workers must agree)")
-		threads  = flag.Int("threads", 0, "threads (each with its own ring pair, owning the chunks whose seq is its index mod the threads); 0: one per four cores; a power of two dividing -window")
+		threads  = flag.Int("threads", 0, "threads (each with its own ring pair, owning the chunks whose seq is its index mod the threads); 0: worker.AutoThreads, one per four of the cores GOMAXPROCS allows (a container's CPU limit), so one below eight; a power of two dividing -window")
 		trace    = flag.Bool("trace", false, "log every backoff of the retransmission timer to stderr (the oldest chunk out, the chunks out, the silence, the window)")
 	)
 	flag.Parse()
@@ -88,7 +87,7 @@ func main() {
 	}
 	n := *threads
 	if n == 0 {
-		n = autoThreads(*window, runtime.NumCPU())
+		n = worker.AutoThreads(*window)
 	}
 	if n < 1 || n&(n-1) != 0 || *window%n != 0 {
 		log.Fatalf("-threads %d: want a power of two dividing -window %d", n, *window)
@@ -139,16 +138,6 @@ type allReducer interface {
 	AllReduceInt32(ctx context.Context, data []int32) error
 	AllReduceFloat32(ctx context.Context, data []float32, scale float64) error
 	Snapshot() worker.StatsSnapshot
-}
-
-// autoThreads is -threads 0: a thread per four cores of the host (the rest is left to training
-// and to the host's other agents), a power of two dividing the window; one below eight cores.
-func autoThreads(window, cores int) int {
-	n := 1
-	for 2*n <= cores/4 && window%(2*n) == 0 {
-		n *= 2
-	}
-	return n
 }
 
 type loop struct {

@@ -335,3 +335,48 @@ func ip4(ip net.IP) []byte {
 	}
 	return make([]byte, 4)
 }
+
+// Template is a frame whose headers are written once, for a sender whose frames differ only in
+// the IPv4 ID, the INA flags, slot and seq (a worker's chunks of a job): Stamp writes those four
+// fields and the IPv4 checksum, from a sum of the other header words taken once, where
+// MarshalHeadersTo writes and sums every header for every frame. The values are the caller's, in
+// place (Values).
+type Template struct {
+	b      [FrameLen]byte
+	ipSum  uint64 // the IPv4 header's 32-bit words with the ID and the checksum zero
+	member uint16 // the member's bits of the header word shared with the flags
+}
+
+// NewTemplate returns f's headers as a template (f's ID, Flags, Slot and Seq are left to Stamp,
+// its values zero).
+func (f *Frame) NewTemplate() *Template {
+	t := &Template{}
+	g := *f
+	g.ID, g.INA.Flags, g.INA.Slot, g.INA.Seq = 0, 0, 0, 0
+	_ = g.MarshalHeadersTo(t.b[:]) // cannot fail: t.b holds FrameLen bytes
+	binary.BigEndian.PutUint16(t.b[24:], 0)
+	ip := t.b[14:34]
+	for i := 0; i < 20; i += 4 {
+		t.ipSum += uint64(binary.BigEndian.Uint32(ip[i:]))
+	}
+	t.member = uint16(g.INA.Member&0x0f) << 12
+	return t
+}
+
+// Stamp writes the per-frame fields and returns the whole frame (the template's own bytes: valid,
+// and changed by the next Stamp, until the caller has sent it).
+func (t *Template) Stamp(id uint16, flags Flags, slot uint16, seq uint32) []byte {
+	b := t.b[:]
+	binary.BigEndian.PutUint16(b[18:], id)
+	// The ID is the upper half of the IPv4 header's second 32-bit word.
+	binary.BigEndian.PutUint16(b[24:], fold(t.ipSum+uint64(id)<<16))
+	binary.BigEndian.PutUint16(b[44:], t.member|uint16(flags&FlagsMask))
+	binary.BigEndian.PutUint16(b[48:], slot)
+	binary.BigEndian.PutUint32(b[50:], seq)
+	return b
+}
+
+// Values is the template's K values, big-endian, for the caller to fill before or after Stamp.
+func (t *Template) Values() *[4 * NumValues]byte {
+	return (*[4 * NumValues]byte)(t.b[FrameLen-4*NumValues:])
+}

@@ -27,10 +27,11 @@ ENV = {
     "progress_timeout": "INAPACK_PROGRESS_TIMEOUT",
     "scale_bucket": "INAPACK_SCALE_BUCKET",
     "integrity": "INAPACK_INTEGRITY",
+    "threads": "INAPACK_THREADS",
 }
-_INT = {"rank", "world_size", "job", "member", "priority", "slot_base", "window", "scale_bucket"}
+_INT = {"rank", "world_size", "job", "member", "priority", "slot_base", "window", "scale_bucket", "threads"}
 DEFAULTS = {"job": 1, "member": 0, "priority": 0, "slot_base": 0, "window": 16, "ps_ip": "10.0.0.100", "progress_timeout": 0.0,
-            "scale_bucket": 0, "integrity": True}
+            "scale_bucket": 0, "integrity": True, "threads": 0}
 _BOOL = {"true": True, "1": True, "false": False, "0": False}
 
 
@@ -71,15 +72,20 @@ class Worker:
     value corrupted on the way is caught and resent instead of summed (docs/protocol.md,
     "Integrity"); the job's PS and all its workers must agree. A packet then carries
     fixedpoint.chunk_values(integrity) values.
+
+    threads runs the worker on that many threads, each with its own socket and a share of the
+    job's window (the chunks whose seq is its index mod threads): a power of two dividing window.
+    0 (the default) lets the Go worker choose: one thread per four of the cores the process may use
+    (GOMAXPROCS, which follows a container's CPU limit), so one below eight cores.
     """
 
     def __init__(self, rank=None, world_size=None, *, job=None, member=None, iface=None, netns=None, ip=None, ps_ip=None,
                  ps_mac=None, priority=None, slot_base=None, window=None, progress_timeout=None, scale_bucket=None, integrity=None,
-                 fabric=None):
+                 threads=None, fabric=None):
         s = {n: _setting(n, v) for n, v in dict(
             rank=rank, world_size=world_size, job=job, member=member, iface=iface, netns=netns, ip=ip, ps_ip=ps_ip, ps_mac=ps_mac,
             priority=priority, slot_base=slot_base, window=window, progress_timeout=progress_timeout,
-            scale_bucket=scale_bucket, integrity=integrity).items()}
+            scale_bucket=scale_bucket, integrity=integrity, threads=threads).items()}
         for n in ("rank", "world_size"):
             if s[n] is None:
                 raise ConfigError("%s not given and %s not set" % (n, ENV[n]))
@@ -89,7 +95,7 @@ class Worker:
         self.scale_bucket, self.integrity = s["scale_bucket"], bool(s["integrity"])
         self.progress_timeout = s["progress_timeout"] or 5.0  # 0: the Go worker's default
         cfg = {k: s[k] for k in ("job", "member", "rank", "world_size", "priority", "slot_base", "window", "progress_timeout",
-                                 "integrity")}
+                                 "integrity", "threads")}
         if fabric is not None:
             cfg["fabric"] = fabric.id
         else:

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import inapack
+from conftest import threads
 from inapack import fixedpoint
 
 N = 4
@@ -230,3 +231,30 @@ def test_netns_opens_the_socket_in_that_namespace():
             inapack.Worker(0, 2, iface="inadummy0", netns="ina-no-such-ns", ip="10.0.1.1")
     finally:
         subprocess.run(["ip", "netns", "del", ns])
+
+
+def test_threads_mixed_across_ranks_are_exact():
+    """Ranks on 1, 2, 4 and 2 threads (the Go worker.Group, each thread a share of the window and
+    its own endpoint of the fabric) all-reduce together: int32 exact, float32 the fixed-point rule
+    with per-bucket scales (a scale exchange on the threads first). threads reaches the Go worker:
+    it refuses one that is no power of two dividing the window."""
+    nthreads = [1, 2, 4, 2]
+    rng = np.random.default_rng(9)
+    ints = [rng.integers(-10**6, 10**6, 5000, dtype=np.int32) for _ in range(N)]
+    xs = [magnitudes(r) for r in range(N)]
+    with inapack.LocalFabric(N, window=16) as fab:
+        workers = [fab.worker(r, threads=nthreads[r], scale_bucket=B) for r in range(N)]
+        try:
+            out = threads(N, lambda r: (workers[r].allreduce(ints[r].copy()), workers[r].allreduce(xs[r].copy())))
+        finally:
+            for w in workers:
+                w.close()
+    want_i = np.sum([x.astype(np.int64) for x in ints], axis=0)
+    want_f = fixedpoint.allreduce(xs, bucket=B)
+    for o in out:
+        np.testing.assert_array_equal(o[0], want_i)
+        np.testing.assert_array_equal(o[1], want_f)
+    with inapack.LocalFabric(2, window=16) as fab:
+        for bad in (3, 32):
+            with pytest.raises(inapack.ConfigError, match="threads %d" % bad):
+                fab.worker(0, threads=bad)

@@ -169,3 +169,29 @@ func TestNetnsTwoWorkersPerHost(t *testing.T) {
 		})
 	}
 }
+
+// Both agents on two threads (ina-demo -threads 2: ina-ps and every ina-worker on two sockets,
+// each serving the chunks whose seq is its index mod 2) through the reference switch with loss,
+// duplication and reordering on every port: every value exact (ina-demo checks them), and the
+// PS's lanes together emit exactly one result per chunk, none missing and none twice.
+func TestNetnsTwoThreads(t *testing.T) {
+	const size, iters = 4096, 4
+	dir := t.TempDir()
+	out := demoRun(t, "-dir", dir, "-switch", "ref", "-threads", "2", "-job", "1:3:1", "-job", "2:2:5:off", "-active-slots", "16",
+		"-window", "8", "-size", fmt.Sprint(size), "-iters", fmt.Sprint(iters), "-loss", "0.02", "-dup", "0.02", "-reorder", "0.02")
+	if log, err := os.ReadFile(filepath.Join(dir, "ps.log")); err != nil || !strings.Contains(string(log), "2 thread(s)") {
+		t.Errorf("ina-ps did not say it serves on 2 threads (%v):\n%s", err, log)
+	}
+	lines := regexp.MustCompile(`(?m)^demo-job: .*$`).FindAllString(out, -1)
+	if len(lines) != 2 {
+		t.Fatalf("%d demo-job lines, want 2", len(lines))
+	}
+	for _, l := range lines {
+		if want := iters * ((size + wire.IntegrityWidth - 1) / wire.IntegrityWidth); summed(l, "ps_results") != want || !strings.Contains(l, "status=ok") {
+			t.Errorf("want ps_results=%d and status=ok: %s", want, l)
+		}
+	}
+	if summed(out, "switch_completed") == 0 {
+		t.Error("the switch aggregated nothing")
+	}
+}

@@ -7,8 +7,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/inapack/inapack/worker"
 )
 
 // inapack_bench_go runs iters all-reduces of n values from Go on a buffer of its own (float32 with
@@ -17,7 +15,7 @@ import (
 //
 //export inapack_bench_go
 func inapack_bench_go(h C.int64_t, n C.int64_t, iters C.int, isFloat C.int, scale C.double, bucket C.int64_t, seconds *C.double, errBuf *C.char, errLen C.int) C.int {
-	return call(h, errBuf, errLen, func(w *worker.Worker) error {
+	return call(h, errBuf, errLen, func(w allReducer) error {
 		if n < 1 || n > 1<<30 || iters < 1 || seconds == nil {
 			return fmt.Errorf("%w: bench of %d values x %d", errConfig, n, iters)
 		}

@@ -36,6 +36,9 @@ type config struct {
 	// Integrity carries and checks the integrity lane (absent: on); the job's PS and every
 	// worker must agree.
 	Integrity *bool `json:"integrity"`
+	// Threads runs the worker on that many threads (worker.Group, each with its own socket; a
+	// power of two dividing the window); 0: worker.AutoThreads.
+	Threads int `json:"threads"`
 }
 
 func decodeConfig(s string, c *config) error {
@@ -47,8 +50,8 @@ func decodeConfig(s string, c *config) error {
 	return nil
 }
 
-// open makes the transport and the worker.
-func (c *config) open() (*worker.Worker, transport.Transport, error) {
+// open makes the transports and the worker, and returns what closes them.
+func (c *config) open() (allReducer, func() error, error) {
 	switch {
 	case c.Job < 1 || c.Job > 0xffff || c.Priority < 0 || c.Priority > 255 || c.SlotBase < 0 || c.SlotBase > 0xffff ||
 		c.Member < 0 || c.Member > 255:
@@ -66,17 +69,35 @@ func (c *config) open() (*worker.Worker, transport.Transport, error) {
 	if wc.Window == 0 {
 		wc.Window = defaultWindow
 	}
-	var t transport.Transport
+	n := c.Threads
+	if n == 0 {
+		n = worker.AutoThreads(wc.Window)
+	}
+	if n < 1 || n > worker.MaxThreads || n&(n-1) != 0 || wc.Window%n != 0 {
+		return nil, nil, fmt.Errorf("%w: threads %d: want a power of two up to %d dividing the window %d", errConfig, c.Threads, worker.MaxThreads, wc.Window)
+	}
+	var ts []transport.Transport
+	closeAll := func() error {
+		var first error
+		for _, t := range ts {
+			if err := t.Close(); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
 	if c.Fabric != 0 {
 		f, err := fabricByID(c.Fabric)
 		if err != nil {
 			return nil, nil, err
 		}
-		m, err := f.attach(c.Rank, c.Job, c.Workers, wc.Window, !wc.NoIntegrity)
+		ms, err := f.attach(c.Rank, c.Job, c.Workers, wc.Window, !wc.NoIntegrity, n)
 		if err != nil {
 			return nil, nil, err
 		}
-		t = m
+		for _, m := range ms {
+			ts = append(ts, m)
+		}
 		wc.SrcMAC, wc.DstMAC = net.HardwareAddr{2, 0, 0, 0, 1, byte(c.Rank)}, fabricMAC
 		wc.SrcIP, wc.DstIP = net.IPv4(10, 0, 1, byte(c.Rank+1)), fabricIP
 	} else {
@@ -91,21 +112,35 @@ func (c *config) open() (*worker.Worker, transport.Transport, error) {
 				return nil, nil, fmt.Errorf("%w: ps_mac: %v", errConfig, err)
 			}
 		}
-		var p *transport.Packet
-		err := inNetns(c.Netns, func() (err error) {
-			p, err = transport.OpenPacketConfig(c.Iface, transport.PacketConfig{Jobs: []uint16{wc.Job}})
-			return err
+		// Only this job's INA frames, and of those only the thread's own chunks (LaneFilter).
+		err := inNetns(c.Netns, func() error {
+			for k := range n {
+				p, err := transport.OpenPacketConfig(c.Iface, transport.PacketConfig{Jobs: []uint16{wc.Job}, Lane: k, Lanes: n})
+				if err != nil {
+					return err
+				}
+				ts = append(ts, p)
+			}
+			return nil
 		})
 		if err != nil {
+			_ = closeAll()
 			return nil, nil, err
 		}
-		t = p
-		wc.SrcMAC, wc.DstMAC, wc.SrcIP, wc.DstIP = p.MAC(), psMAC, ip, psIP
+		wc.SrcMAC, wc.DstMAC, wc.SrcIP, wc.DstIP = ts[0].(*transport.Packet).MAC(), psMAC, ip, psIP
 	}
-	w, err := worker.New(wc, t)
+	if n == 1 {
+		w, err := worker.New(wc, ts[0])
+		if err != nil {
+			_ = closeAll()
+			return nil, nil, err
+		}
+		return w, closeAll, nil
+	}
+	g, err := worker.NewGroup(wc, ts)
 	if err != nil {
-		t.Close()
+		_ = closeAll()
 		return nil, nil, err
 	}
-	return w, t, nil
+	return g, func() error { g.Close(); return closeAll() }, nil
 }

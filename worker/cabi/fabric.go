@@ -5,10 +5,12 @@ import "C"
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"sync"
 
+	"github.com/inapack/inapack/p4src/wire"
 	"github.com/inapack/inapack/ps"
 	"github.com/inapack/inapack/transport"
 )
@@ -25,7 +27,7 @@ type fabric struct {
 	done                 chan struct{}
 
 	mu   sync.Mutex
-	ends []*transport.Mem // by rank; nil until attached
+	ends [][]*transport.Mem // by rank, an endpoint per thread; nil until attached
 }
 
 var (
@@ -55,13 +57,19 @@ func inapack_local_fabric(job, workers, window, integrity C.int, id *C.int64_t, 
 		return status(err, errBuf, errLen)
 	}
 	f := &fabric{job: int(job), workers: int(workers), window: int(window), integrity: integrity != 0, srv: srv,
-		ends: make([]*transport.Mem, workers), done: make(chan struct{})}
+		ends: make([][]*transport.Mem, workers), done: make(chan struct{})}
 	f.psEnd = transport.NewMem(func(b []byte) error {
+		// A result goes to the thread that owns its chunk, seq mod the rank's threads, as
+		// transport.LaneFilter hands results out on an interface.
+		var seq uint32
+		if len(b) >= wire.FrameLen {
+			seq = binary.BigEndian.Uint32(b[42+8:])
+		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		for _, e := range f.ends {
-			if e != nil {
-				e.Deliver(b)
+		for _, es := range f.ends {
+			if len(es) > 0 {
+				es[seq%uint32(len(es))].Deliver(b)
 			}
 		}
 		return nil
@@ -102,8 +110,8 @@ func fabricByID(id int64) (*fabric, error) {
 	return nil, fmt.Errorf("%w: no local fabric %d", errConfig, id)
 }
 
-// attach connects rank's endpoint; the worker's job must be the fabric's.
-func (f *fabric) attach(rank, job, workers, window int, integrity bool) (*transport.Mem, error) {
+// attach connects rank's endpoints, one per thread; the worker's job must be the fabric's.
+func (f *fabric) attach(rank, job, workers, window int, integrity bool, threads int) ([]*transport.Mem, error) {
 	switch {
 	case job != f.job || workers != f.workers || window != f.window || integrity != f.integrity:
 		return nil, fmt.Errorf("%w: worker of job %d (%d workers, window %d, integrity %v) on a local fabric for job %d (%d workers, window %d, integrity %v)",
@@ -116,7 +124,8 @@ func (f *fabric) attach(rank, job, workers, window int, integrity bool) (*transp
 	if f.ends[rank] != nil {
 		return nil, fmt.Errorf("%w: rank %d already attached to local fabric", errConfig, rank)
 	}
-	m := transport.NewMem(func(b []byte) error { f.psEnd.Deliver(b); return nil }, 4096)
-	f.ends[rank] = m
-	return m, nil
+	for range threads {
+		f.ends[rank] = append(f.ends[rank], transport.NewMem(func(b []byte) error { f.psEnd.Deliver(b); return nil }, 4096))
+	}
+	return f.ends[rank], nil
 }

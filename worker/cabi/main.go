@@ -21,17 +21,26 @@ import (
 	"unsafe"
 
 	"github.com/inapack/inapack/ps"
-	"github.com/inapack/inapack/transport"
 	"github.com/inapack/inapack/worker"
 )
 
 func main() {}
 
-// handle is one open worker and its transport.
+// handle is one open worker and its transports.
 type handle struct {
-	mu sync.Mutex // a Worker's calls must not overlap
-	w  *worker.Worker
-	t  transport.Transport
+	mu    sync.Mutex // a Worker's calls must not overlap
+	w     allReducer
+	close func() error
+}
+
+// allReducer is a worker on one thread (worker.Worker) or several (worker.Group).
+type allReducer interface {
+	AllReduceInt32(ctx context.Context, data []int32) error
+	AllReduceFloat32(ctx context.Context, data []float32, scale float64) error
+	AllReduceFloat32Scaled(ctx context.Context, data []float32, bucket int) error
+	AllReduceMany(ctx context.Context, ts []worker.Tensor) error
+	AllReduceManyScaled(ctx context.Context, ts []worker.Tensor, bucket int) error
+	Snapshot() worker.StatsSnapshot
 }
 
 // status maps err to a status code and writes its text into the caller's buffer.
@@ -83,13 +92,13 @@ func inapack_open(configJSON *C.char, id *C.int64_t, errBuf *C.char, errLen C.in
 	if err := decodeConfig(C.GoString(configJSON), &c); err != nil {
 		return status(err, errBuf, errLen)
 	}
-	w, t, err := c.open()
+	w, closeAll, err := c.open()
 	if err != nil {
 		return status(err, errBuf, errLen)
 	}
 	n := lastID.Add(1)
 	handlesMu.Lock()
-	handles[n] = &handle{w: w, t: t}
+	handles[n] = &handle{w: w, close: closeAll}
 	handlesMu.Unlock()
 	*id = C.int64_t(n)
 	return C.INAPACK_OK
@@ -108,11 +117,11 @@ func inapack_close(h C.int64_t, errBuf *C.char, errLen C.int) C.int {
 	}
 	v.mu.Lock() // wait for a call in progress
 	defer v.mu.Unlock()
-	return status(v.t.Close(), errBuf, errLen)
+	return status(v.close(), errBuf, errLen)
 }
 
 // call runs f on worker h, after the worker's call in progress if any, and reports f's error.
-func call(h C.int64_t, errBuf *C.char, errLen C.int, f func(w *worker.Worker) error) C.int {
+func call(h C.int64_t, errBuf *C.char, errLen C.int, f func(w allReducer) error) C.int {
 	v, err := lookup(h)
 	if err != nil {
 		return status(err, errBuf, errLen)
@@ -126,7 +135,7 @@ func call(h C.int64_t, errBuf *C.char, errLen C.int, f func(w *worker.Worker) er
 //
 //export inapack_allreduce_int32
 func inapack_allreduce_int32(h C.int64_t, data *C.int32_t, n C.int64_t, errBuf *C.char, errLen C.int) C.int {
-	return call(h, errBuf, errLen, func(w *worker.Worker) error {
+	return call(h, errBuf, errLen, func(w allReducer) error {
 		if err := checkLen(unsafe.Pointer(data), n); err != nil {
 			return err
 		}
@@ -141,7 +150,7 @@ func inapack_allreduce_int32(h C.int64_t, data *C.int32_t, n C.int64_t, errBuf *
 //
 //export inapack_allreduce_float32
 func inapack_allreduce_float32(h C.int64_t, data *C.float, n C.int64_t, scale C.double, bucket C.int64_t, errBuf *C.char, errLen C.int) C.int {
-	return call(h, errBuf, errLen, func(w *worker.Worker) error {
+	return call(h, errBuf, errLen, func(w allReducer) error {
 		if err := checkLen(unsafe.Pointer(data), n); err != nil {
 			return err
 		}
@@ -149,7 +158,7 @@ func inapack_allreduce_float32(h C.int64_t, data *C.float, n C.int64_t, scale C.
 	})
 }
 
-func allReduceFloat(w *worker.Worker, data []float32, scale float64, bucket int) error {
+func allReduceFloat(w allReducer, data []float32, scale float64, bucket int) error {
 	if scale == 0 {
 		return w.AllReduceFloat32Scaled(context.Background(), data, bucket)
 	}
@@ -163,7 +172,7 @@ func allReduceFloat(w *worker.Worker, data []float32, scale float64, bucket int)
 //
 //export inapack_allreduce_many
 func inapack_allreduce_many(h C.int64_t, count C.int, ptrs *unsafe.Pointer, lens *C.int64_t, floats *C.int, scale C.double, bucket C.int64_t, errBuf *C.char, errLen C.int) C.int {
-	return call(h, errBuf, errLen, func(w *worker.Worker) error {
+	return call(h, errBuf, errLen, func(w allReducer) error {
 		if count < 0 || count > 0 && (ptrs == nil || lens == nil || floats == nil) {
 			return fmt.Errorf("%w: %d tensors", errConfig, count)
 		}
