@@ -1,6 +1,7 @@
 // Package plugin is NetPack as a kube-scheduler framework plugin: it places a training gang (a
-// PodGroup with the gang policy, or pods sharing the inapack.io/job label) as one NetPack
-// placement and holds every pod of the gang to it, all pods or none.
+// PodGroup with the gang policy, pods sharing the inapack.io/job label, a scheduler-plugins
+// PodGroup or a JobSet: gang/forms.go) as one NetPack placement and holds every pod of the gang
+// to it, all pods or none.
 package plugin
 
 import (
@@ -137,8 +138,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		klog.FromContext(ctx).Info("NetPack: gangs by label only", "err", err)
 	}
+	if group, err = customForms(ctx, h, group); err != nil {
+		return nil, err
+	}
 	p.group = group
-	klog.FromContext(ctx).Info("NetPack plugin", "policy", p.cfg.Policy, "podGroups", p.group.Enabled())
+	klog.FromContext(ctx).Info("NetPack plugin", "policy", p.cfg.Policy, "podGroups", p.group.Enabled(), "customForms", p.group.Resources)
 	return p, nil
 }
 
@@ -147,11 +151,11 @@ func (p *NetPack) Name() string { return Name }
 // EventsToRegister: a gang waiting for its pods comes back when a pod is added; one that did not
 // fit, when a pod goes away (its GPUs) or a node comes.
 func (p *NetPack) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
-	return []fwk.ClusterEventWithHint{
+	return append([]fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.UnscheduledPod, ActionType: fwk.Add}},
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete | fwk.UpdatePodLabel}},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.Delete | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint}},
-	}, nil
+	}, customEvents(p.group)...), nil
 }
 
 // collect is a pod's gang from the informer's pods.
