@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -24,9 +25,12 @@ func customForms(ctx context.Context, h fwk.Handle, g gang.PodGroups) (gang.PodG
 		return g, err
 	}
 	f.Start(ctx.Done())
-	for r, ok := range f.WaitForCacheSync(ctx.Done()) {
+	// An informer the API server refuses to list for (RBAC) never syncs: fail the start, saying so.
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for r, ok := range f.WaitForCacheSync(sctx.Done()) {
 		if !ok {
-			return g, fmt.Errorf("NetPack: the %s informer did not sync", r)
+			return g, fmt.Errorf("NetPack: %s did not sync within a minute (may the scheduler list and watch them? deploy/scheduler/rbac.yaml)", r.GroupResource())
 		}
 	}
 	return g, nil
