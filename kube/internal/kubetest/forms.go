@@ -123,4 +123,3 @@ func formPath(j Job) string {
 	}
 	return "/apis/" + r.Group + "/" + r.Version + "/namespaces/" + j.Namespace + "/" + r.Resource
 }
-
