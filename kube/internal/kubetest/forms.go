@@ -123,3 +123,8 @@ func formPath(j Job) string {
 	}
 	return "/apis/" + r.Group + "/" + r.Version + "/namespaces/" + j.Namespace + "/" + r.Resource
 }
+
+// GetForm reads j's form object (an error for the other forms: IsNotFound once deleted).
+func GetForm(ctx context.Context, cs kubernetes.Interface, j Job) error {
+	return cs.Discovery().RESTClient().Get().AbsPath(formPath(j) + "/" + j.Name).Do(ctx).Error()
+}
