@@ -62,6 +62,13 @@ func TestUserFormSamples(t *testing.T) {
 			key, size, pods = trainJobPods(t, find(objs, "TrainJob", ""), find(objs, "TrainingRuntime", ""))
 		case find(objs, "PyTorchJob", "") != nil:
 			key, size, pods = pyTorchJobPods(t, find(objs, "PyTorchJob", ""))
+			for _, o := range objs { // the PS, beside the job
+				if o.GetKind() == "Pod" {
+					var p v1.Pod
+					kubetest.Fatal(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &p))
+					pods = append(pods, &p)
+				}
+			}
 		default:
 			t.Fatalf("%s: no JobSet, TrainJob or PyTorchJob", dir)
 		}
@@ -181,7 +188,8 @@ func trainJobPods(t *testing.T, tj, rt *unstructured.Unstructured) (gang.Key, in
 
 // pyTorchJobPods: the Training Operator with gang scheduling makes a PodGroup named after the
 // job, of minMember runPolicy.schedulingPolicy.minAvailable (else every replica), labels each
-// replica's pods with it and sets their scheduler where the template names none.
+// replica's pods with it and sets their scheduler where the template names none. (The sample's
+// PS is a Pod beside the job, in its gang.)
 func pyTorchJobPods(t *testing.T, job *unstructured.Unstructured) (gang.Key, int, []*v1.Pod) {
 	t.Helper()
 	specs, _, _ := unstructured.NestedMap(job.Object, "spec", "pytorchReplicaSpecs")

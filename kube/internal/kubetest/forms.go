@@ -54,7 +54,9 @@ func (j Job) FormObject() *unstructured.Unstructured {
 		}
 		u.SetAPIVersion(gang.JobSetResource.GroupVersion().String())
 		u.SetKind("JobSet")
-		u.Object["spec"] = map[string]any{"replicatedJobs": []any{rj(JobSetPSJob, pods[0], 1), rj(JobSetWorkersJob, pods[1], int64(j.Workers))}}
+		// The PS serves until stopped: the JobSet succeeds with its workers (deploy/jobset).
+		u.Object["spec"] = map[string]any{"replicatedJobs": []any{rj(JobSetPSJob, pods[0], 1), rj(JobSetWorkersJob, pods[1], int64(j.Workers))},
+			"successPolicy": map[string]any{"operator": "All", "targetReplicatedJobs": []any{JobSetWorkersJob}}}
 	default:
 		return nil
 	}
