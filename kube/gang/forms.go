@@ -67,10 +67,10 @@ func (k Key) Kind() string {
 
 // WithCustom adds the custom forms the API server serves (asked through disc) with their
 // informers from f, to be started (f.Start) by the caller: an informer of a resource the server
-// does not serve never syncs, so none is made for it. Resources are the served ones as
-// kube-scheduler names them in cluster events (resource.version.group).
+// does not serve never syncs, so none is made for it.
 func (g PodGroups) WithCustom(disc discovery.DiscoveryInterface, f dynamicinformer.DynamicSharedInformerFactory) (PodGroups, error) {
-	for _, r := range []schema.GroupVersionResource{CoschedulingResource, JobSetResource} {
+	for _, form := range []Form{FormCoscheduling, FormJobSet} {
+		r := form.resource()
 		ok, err := served(disc, r)
 		if err != nil {
 			return g, err
@@ -79,14 +79,31 @@ func (g PodGroups) WithCustom(disc discovery.DiscoveryInterface, f dynamicinform
 			continue
 		}
 		l := f.ForResource(r).Lister()
-		if r == JobSetResource {
+		if form == FormJobSet {
 			g.jobSets = l
 		} else {
 			g.coscheduling = l
 		}
-		g.Resources = append(g.Resources, r.Resource+"."+r.Version+"."+r.Group)
 	}
 	return g, nil
+}
+
+// Served is the resource of a custom form and whether WithCustom found it served.
+func (g PodGroups) Served(f Form) (schema.GroupVersionResource, bool) {
+	switch f {
+	case FormCoscheduling:
+		return CoschedulingResource, g.coscheduling != nil
+	case FormJobSet:
+		return JobSetResource, g.jobSets != nil
+	}
+	return schema.GroupVersionResource{}, false
+}
+
+func (f Form) resource() schema.GroupVersionResource {
+	if f == FormJobSet {
+		return JobSetResource
+	}
+	return CoschedulingResource
 }
 
 func served(disc discovery.DiscoveryInterface, r schema.GroupVersionResource) (bool, error) {
@@ -180,4 +197,23 @@ func JobSetSize(js *unstructured.Unstructured) (int, error) {
 		total += int(replicas * par)
 	}
 	return total, nil
+}
+
+// sizeName is where a gang's size comes from, as its user wrote it.
+func (k Key) sizeName() string {
+	switch k.Form {
+	case FormCoscheduling:
+		return "PodGroup minMember"
+	case FormJobSet:
+		return "JobSet size (replicas x parallelism)"
+	}
+	return "minCount"
+}
+
+// tooMany says what to do about a gang with more pods than its size.
+func (k Key) tooMany() string {
+	if k.Form == FormJobSet {
+		return "delete the pods its Jobs did not make"
+	}
+	return "set " + k.sizeName() + " to the pod count, or delete the pods beyond it"
 }

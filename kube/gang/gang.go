@@ -121,8 +121,8 @@ func Collect(key Key, pods []*v1.Pod, minCount int) (*Gang, error) {
 		return g, fmt.Errorf("%w: %d of %d", ErrIncomplete, have, g.MinCount)
 	}
 	if have > g.MinCount {
-		return nil, fmt.Errorf("gang %s: %w: %d live pods, minCount %d: an INAPack gang runs all its pods as one job (minCount = workers + 1); set minCount to the pod count, or delete the pods beyond it",
-			key, ErrTooMany, have, g.MinCount)
+		return nil, fmt.Errorf("gang %s: %w: %d live pods, %s %d: an INAPack gang runs all its pods as one job (workers + 1); %s",
+			key, ErrTooMany, have, key.sizeName(), g.MinCount, key.tooMany())
 	}
 	if g.PS == nil {
 		hint := ""

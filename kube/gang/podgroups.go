@@ -16,9 +16,8 @@ import (
 // when the API is there, since an informer of an unserved resource never syncs.
 type PodGroups struct {
 	lister schedlisters.PodGroupLister
-	// The custom forms' objects (forms.go; nil where not served) and their resources.
+	// The custom forms' objects (forms.go; nil where not served).
 	coscheduling, jobSets cache.GenericLister
-	Resources             []string
 }
 
 // NewPodGroups asks disc whether PodGroups are served and, if so, takes their lister from f

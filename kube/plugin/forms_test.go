@@ -95,7 +95,7 @@ func TestJobSetAndPodGroupGangs(t *testing.T) {
 	_, pods = extra.Objects()
 	_, err = cs.CoreV1().Pods("default").Create(ctx, pods[3], metav1.CreateOptions{})
 	kubetest.Fatal(t, err)
-	why, err := kubetest.WaitPending(ctx, cs, extra, "more pods than the gang's minCount", 20*time.Second)
+	why, err := kubetest.WaitPending(ctx, cs, extra, "JobSet size (replicas x parallelism) 3", 20*time.Second)
 	kubetest.Fatal(t, err)
 	t.Logf("refused: %s", why)
 	kubetest.NoneBound(ctx, t, cs, extra)

@@ -138,11 +138,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		klog.FromContext(ctx).Info("NetPack: gangs by label only", "err", err)
 	}
-	if group, err = customForms(ctx, h, group); err != nil {
+	if group, err = customForms(ctx, h, group, p.byGang); err != nil {
 		return nil, err
 	}
 	p.group = group
-	klog.FromContext(ctx).Info("NetPack plugin", "policy", p.cfg.Policy, "podGroups", p.group.Enabled(), "customForms", p.group.Resources)
+	klog.FromContext(ctx).Info("NetPack plugin", "policy", p.cfg.Policy, "podGroups", p.group.Enabled(), "coschedulingPodGroups", served(p.group, gang.FormCoscheduling), "jobSets", served(p.group, gang.FormJobSet))
 	return p, nil
 }
 
@@ -151,11 +151,11 @@ func (p *NetPack) Name() string { return Name }
 // EventsToRegister: a gang waiting for its pods comes back when a pod is added; one that did not
 // fit, when a pod goes away (its GPUs) or a node comes.
 func (p *NetPack) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
-	return append([]fwk.ClusterEventWithHint{
+	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.UnscheduledPod, ActionType: fwk.Add}},
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete | fwk.UpdatePodLabel}},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.Delete | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint}},
-	}, customEvents(p.group)...), nil
+	}, nil
 }
 
 // collect is a pod's gang from the informer's pods.
