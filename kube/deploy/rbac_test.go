@@ -78,6 +78,9 @@ func TestRBACFinishesAGang(t *testing.T) {
 	t.Cleanup(klog.ClearLogger)
 
 	api := kubetest.StartAPI(t)
+	// The scheduler reads the gang forms' objects where their CRDs are installed (gang/forms.go),
+	// as its account: its start fails if that may not list and watch them.
+	kubetest.InstallCRDs(t, api, kubetest.CoschedulingCRD, kubetest.JobSetCRD)
 	dyn, err := dynamic.NewForConfig(api.Config)
 	kubetest.Fatal(t, err)
 	a := dryRunApplier{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(api.Client.Discovery())), commit: true}

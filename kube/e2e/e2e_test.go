@@ -145,6 +145,7 @@ func TestKubernetesEndToEnd(t *testing.T) {
 	ctl := api.NewClient(emuc.API, "")
 
 	kapi := kubetest.StartAPI(t)
+	kubetest.InstallCRDs(t, kapi, formCRDs...)
 	nodes, err := kubetest.NodesFromTopology(topo)
 	kubetest.Fatal(t, err)
 	podNetwork(t, emuc, ecfg.Prefix, nodes)
@@ -172,7 +173,7 @@ func TestKubernetesEndToEnd(t *testing.T) {
 	defer runner.Stop()
 
 	var rows []row
-	for w, wave := range append(trace(), torchWave(t)...) {
+	for w, wave := range append(append(trace(), formsWave()), torchWave(t)...) {
 		svc, err := kubetest.NewService(topo) // the cluster is empty again at each wave
 		kubetest.Fatal(t, err)
 		first := len(rows)
@@ -210,6 +211,7 @@ func TestKubernetesEndToEnd(t *testing.T) {
 			rows[i].finish(ctx, t, kapi, logs)
 			rows[i].torchReport(t, logs)
 		}
+		endForms(ctx, t, kapi, wave)
 		waitGone(ctx, t, kapi, ctl)
 	}
 	if *demo {
@@ -352,9 +354,9 @@ func (r *row) finish(ctx context.Context, t *testing.T, kapi *kubetest.API, logs
 
 // printRows prints the table; a node with several of a gang's worker pods is NODExK.
 func printRows(rows []row) {
-	fmt.Printf("k8s-demo: %-4s %-5s %-16s %-5s %-5s %-8s %s\n", "gang", "gpus", "workers", "ps", "ina", "jct", "all-reduces")
+	fmt.Printf("k8s-demo: %-11s %-5s %-16s %-5s %-5s %-8s %s\n", "gang", "gpus", "workers", "ps", "ina", "jct", "all-reduces")
 	for _, r := range rows {
-		fmt.Printf("k8s-demo: %-4s %-5s %-16s %-5s %-5s %-8s %d exact, %d wrong (service: %s ps %s)\n", r.job.Name,
+		fmt.Printf("k8s-demo: %-11s %-5s %-16s %-5s %-5s %-8s %d exact, %d wrong (service: %s ps %s)\n", gangName(r.job.Job),
 			fmt.Sprintf("%dx%d", r.job.Workers, r.job.GPUsPerWorker), perNode(r.workers), r.ps, r.ina,
 			r.jct.Round(10*time.Millisecond), r.exact, r.wrong, strings.Join(r.wantWorkers, ","), r.wantPS)
 	}

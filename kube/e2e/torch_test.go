@@ -49,7 +49,7 @@ func torchWave(t *testing.T) [][]gangJob {
 		fmt.Printf("k8s-demo: SKIP the torch gang: %s\n", why)
 		return nil
 	}
-	g := gangJob{Job: kubetest.Job{Namespace: "default", Name: "j7", Workers: torchWorkers, GPUsPerWorker: 2, Model: "resnet50",
+	g := gangJob{Job: kubetest.Job{Namespace: "default", Name: "j9", Workers: torchWorkers, GPUsPerWorker: 2, Model: "resnet50",
 		PodGroup: true, SchedulerName: "inapack-scheduler"}, iters: torchSteps, torch: rt}
 	return [][]gangJob{{g}}
 }

@@ -17,27 +17,41 @@ import (
 )
 
 // Key names a gang: a PodGroup (pods linked by spec.schedulingGroup) or, where the cluster lacks
-// the Workload API, the pods of a namespace sharing JobLabel's value.
+// the Workload API, the pods of a namespace sharing JobLabel's value; or an object of a custom
+// Form (forms.go) its pods' label names.
 type Key struct {
 	Namespace, Name string
 	// ByLabel: the gang is a JobLabel gang, not a PodGroup.
 	ByLabel bool
+	Form    Form
 }
 
 func (k Key) String() string {
-	if k.ByLabel {
+	switch {
+	case k.ByLabel:
 		return k.Namespace + "/" + JobLabel + "=" + k.Name
+	case k.Form != FormPodGroup:
+		return k.Namespace + "/" + k.Form.Label() + "=" + k.Name
 	}
 	return k.Namespace + "/" + k.Name
 }
 
-// KeyOf is the gang of a pod; false for a pod of no gang (NetPack leaves it alone).
+// KeyOf is the gang of a pod; false for a pod of no gang (NetPack leaves it alone). The most
+// explicit link wins: spec.schedulingGroup, then a scheduler-plugins PodGroup (Kubeflow Trainer
+// labels a TrainJob's pods with it and with their JobSet's name; its PodGroup is the gang it
+// means), JobLabel, and last the JobSet.
 func KeyOf(p *v1.Pod) (Key, bool) {
 	if sg := p.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil && *sg.PodGroupName != "" {
 		return Key{Namespace: p.Namespace, Name: *sg.PodGroupName}, true
 	}
+	if v := p.Labels[CoschedulingLabel]; v != "" {
+		return Key{Namespace: p.Namespace, Name: v, Form: FormCoscheduling}, true
+	}
 	if v := p.Labels[JobLabel]; v != "" {
 		return Key{Namespace: p.Namespace, Name: v, ByLabel: true}, true
+	}
+	if v := p.Labels[JobSetLabel]; v != "" {
+		return Key{Namespace: p.Namespace, Name: v, Form: FormJobSet}, true
 	}
 	return Key{}, false
 }
@@ -87,7 +101,8 @@ func Collect(key Key, pods []*v1.Pod, minCount int) (*Gang, error) {
 			g.PS = p
 		case RoleWorker:
 			if PodGPUs(p) < 1 {
-				return nil, fmt.Errorf("gang %s: worker pod %s requests no %s", key, p.Name, GPUResource)
+				return nil, fmt.Errorf("gang %s: worker pod %s requests no %s (is it the PS? label it, or its replicatedJob's pod template, %s=%s)",
+					key, p.Name, GPUResource, RoleLabel, RolePS)
 			}
 			g.Workers = append(g.Workers, p)
 		default:
@@ -106,11 +121,15 @@ func Collect(key Key, pods []*v1.Pod, minCount int) (*Gang, error) {
 		return g, fmt.Errorf("%w: %d of %d", ErrIncomplete, have, g.MinCount)
 	}
 	if have > g.MinCount {
-		return nil, fmt.Errorf("gang %s: %w: %d live pods, minCount %d: an INAPack gang runs all its pods as one job (minCount = workers + 1); set minCount to the pod count, or delete the pods beyond it",
-			key, ErrTooMany, have, g.MinCount)
+		return nil, fmt.Errorf("gang %s: %w: %d live pods, %s %d: an INAPack gang runs all its pods as one job (workers + 1); %s",
+			key, ErrTooMany, have, key.sizeName(), g.MinCount, key.tooMany())
 	}
 	if g.PS == nil {
-		return nil, fmt.Errorf("gang %s: no pod labelled %s=%s: a job needs its parameter server", key, RoleLabel, RolePS)
+		hint := ""
+		if key.Form != FormPodGroup {
+			hint = " (label the pod template of the PS's replicatedJob or replica)"
+		}
+		return nil, fmt.Errorf("gang %s: no pod labelled %s=%s%s: a job needs its parameter server", key, RoleLabel, RolePS, hint)
 	}
 	if len(g.Workers) > 32 {
 		return nil, fmt.Errorf("gang %s: %d workers: a job has at most 32 (the switch's worker bitmap)", key, len(g.Workers))

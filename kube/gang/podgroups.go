@@ -8,12 +8,17 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	schedlisters "k8s.io/client-go/listers/scheduling/v1beta1"
+	"k8s.io/client-go/tools/cache"
 )
 
 // PodGroups reads gangs' PodGroups where the API server serves them (scheduling.k8s.io/v1beta1,
 // the GenericWorkload gate); elsewhere only label gangs exist. The informer is asked for only
 // when the API is there, since an informer of an unserved resource never syncs.
-type PodGroups struct{ lister schedlisters.PodGroupLister }
+type PodGroups struct {
+	lister schedlisters.PodGroupLister
+	// The custom forms' objects (forms.go; nil where not served).
+	coscheduling, jobSets cache.GenericLister
+}
 
 // NewPodGroups asks disc whether PodGroups are served and, if so, takes their lister from f
 // (start f afterwards).
@@ -39,6 +44,9 @@ func (g PodGroups) Enabled() bool { return g.lister != nil }
 // MinCount is a PodGroup gang's minimum; 0 for a PodGroup without the gang policy (a gang of all
 // its pods). A PodGroup not created yet is ErrIncomplete.
 func (g PodGroups) MinCount(key Key) (int, error) {
+	if key.Form != FormPodGroup {
+		return g.customMinCount(key)
+	}
 	if g.lister == nil {
 		return 0, fmt.Errorf("gang %s: pods name PodGroup %s, but the API server serves no PodGroups (enable the GenericWorkload feature gate, or use the %s label)", key, key.Name, JobLabel)
 	}

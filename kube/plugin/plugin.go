@@ -1,6 +1,7 @@
 // Package plugin is NetPack as a kube-scheduler framework plugin: it places a training gang (a
-// PodGroup with the gang policy, or pods sharing the inapack.io/job label) as one NetPack
-// placement and holds every pod of the gang to it, all pods or none.
+// PodGroup with the gang policy, pods sharing the inapack.io/job label, a scheduler-plugins
+// PodGroup or a JobSet: gang/forms.go) as one NetPack placement and holds every pod of the gang
+// to it, all pods or none.
 package plugin
 
 import (
@@ -137,8 +138,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		klog.FromContext(ctx).Info("NetPack: gangs by label only", "err", err)
 	}
+	if group, err = customForms(ctx, h, group, p.byGang); err != nil {
+		return nil, err
+	}
 	p.group = group
-	klog.FromContext(ctx).Info("NetPack plugin", "policy", p.cfg.Policy, "podGroups", p.group.Enabled())
+	klog.FromContext(ctx).Info("NetPack plugin", "policy", p.cfg.Policy, "podGroups", p.group.Enabled(), "coschedulingPodGroups", served(p.group, gang.FormCoscheduling), "jobSets", served(p.group, gang.FormJobSet))
 	return p, nil
 }
 

@@ -90,8 +90,11 @@ type Job struct {
 	Model           string
 	// PodGroup: a PodGroup with the gang policy links the pods; else the inapack.io/job label
 	// with a min-count annotation. MinCount overrides the gang's size (a gang never complete).
-	PodGroup      bool
-	MinCount      int
+	PodGroup bool
+	MinCount int
+	// Form, if set, links the pods as a JobSet's or a scheduler-plugins PodGroup's (forms.go;
+	// PodGroup is then ignored).
+	Form          gang.Form
 	SchedulerName string
 	// PS and Worker are the containers' command lines (nil: sleep-free placeholders that the
 	// tests never run).
@@ -108,7 +111,7 @@ func (j Job) Objects() (*schedulingv1beta1.PodGroup, []*v1.Pod) {
 		min = j.Workers + 1
 	}
 	var pg *schedulingv1beta1.PodGroup
-	if j.PodGroup {
+	if j.PodGroup && j.Form == gang.FormPodGroup {
 		pg = &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: j.Namespace, Name: j.Name},
 			Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
 				Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: int32(min)}}}}
@@ -127,7 +130,9 @@ func (j Job) Objects() (*schedulingv1beta1.PodGroup, []*v1.Pod) {
 				Limits: v1.ResourceList{gang.GPUResource: q}}
 		}
 		maps.Copy(p.Annotations, j.Annotations)
-		if j.PodGroup {
+		if j.Form != gang.FormPodGroup {
+			j.formPod(p, role == gang.RolePS)
+		} else if j.PodGroup {
 			name := j.Name
 			p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &name}
 		} else {
@@ -146,6 +151,9 @@ func (j Job) Objects() (*schedulingv1beta1.PodGroup, []*v1.Pod) {
 // Submit creates j's PodGroup and pods.
 func Submit(ctx context.Context, cs kubernetes.Interface, j Job) error {
 	pg, pods := j.Objects()
+	if err := SubmitForm(ctx, cs, j); err != nil {
+		return err
+	}
 	if pg != nil {
 		if _, err := cs.SchedulingV1beta1().PodGroups(j.Namespace).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("PodGroup %s: %w", j.Name, err)

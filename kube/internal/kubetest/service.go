@@ -47,8 +47,9 @@ func (s *Service) Place(j Job) (workers []string, ps string, err error) {
 
 // Placed splits the nodes of j's pods (WaitBound's answer) into its workers' (sorted) and its PS's.
 func Placed(j Job, nodes map[string]string) (workers []string, ps string) {
+	_, pods := j.Objects()
 	for pod, n := range nodes {
-		if pod == j.Name+"-ps" {
+		if pod == pods[0].Name {
 			ps = n
 		} else {
 			workers = append(workers, n)
