@@ -70,6 +70,8 @@ type attempt struct {
 	// any pod of the gang is bound); err is that write's outcome.
 	written sync.Once
 	err     error
+	// activated: the gang's other pods were brought to the active queue (activate).
+	activated bool
 }
 
 // stale says why a plan can no longer be followed ("" if it can): it is older than a whole try
@@ -144,11 +146,12 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 
 func (p *NetPack) Name() string { return Name }
 
-// EventsToRegister: a gang waiting for its pods comes back when a pod is added; one that did not
-// fit, when a pod goes away (its GPUs) or a node comes.
+// EventsToRegister: a gang waiting for its pods comes back when a pod is added or a pod's
+// scheduling gates go (Kueue's, as it admits the gang); one that did not fit, when a pod goes away
+// (its GPUs) or a node comes.
 func (p *NetPack) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
-		{Event: fwk.ClusterEvent{Resource: fwk.UnscheduledPod, ActionType: fwk.Add}},
+		{Event: fwk.ClusterEvent{Resource: fwk.UnscheduledPod, ActionType: fwk.Add | fwk.UpdatePodSchedulingGatesEliminated}},
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete | fwk.UpdatePodLabel}},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.Delete | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint}},
 	}, nil
@@ -234,6 +237,7 @@ func (p *NetPack) PreFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, 
 	if st != nil {
 		return nil, st
 	}
+	p.activate(ctx, a, pod)
 	node, ok := a.plan.Node[pod.UID]
 	if !ok {
 		// A pod that came after the plan: the gang is planned anew once this try ends.
