@@ -121,6 +121,7 @@ func TestKubernetesEndToEnd(t *testing.T) {
 			t.Skip("SKIP: SWITCH=bmv2 but simple_switch_grpc is not on PATH")
 		}
 	}
+	prepareKueue(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	bin := bins(t)
@@ -204,6 +205,7 @@ func TestKubernetesEndToEnd(t *testing.T) {
 		}
 		waitGone(ctx, t, kapi, ctl)
 	}
+	rows = append(rows, kueueGang(ctx, t, kapi, ctl, logs))
 	if *demo {
 		printRows(rows)
 	}
@@ -285,6 +287,8 @@ type row struct {
 	ina                   string
 	jct                   time.Duration
 	exact, wrong, workerN int
+	// via is what admitted the gang beyond NetPack ("Kueue"; "" for none), note what it decided.
+	via, note string
 }
 
 // finish waits for the job's workers to end and reads their verdicts from their logs.
@@ -346,9 +350,13 @@ func (r *row) finish(ctx context.Context, t *testing.T, kapi *kubetest.API, logs
 func printRows(rows []row) {
 	fmt.Printf("k8s-demo: %-4s %-5s %-16s %-5s %-5s %-8s %s\n", "gang", "gpus", "workers", "ps", "ina", "jct", "all-reduces")
 	for _, r := range rows {
-		fmt.Printf("k8s-demo: %-4s %-5s %-16s %-5s %-5s %-8s %d exact, %d wrong (service: %s ps %s)\n", r.job.Name,
+		why := fmt.Sprintf("service: %s ps %s", strings.Join(r.wantWorkers, ","), r.wantPS)
+		if r.via != "" {
+			why = r.via + ": " + r.note
+		}
+		fmt.Printf("k8s-demo: %-4s %-5s %-16s %-5s %-5s %-8s %d exact, %d wrong (%s)\n", r.job.Name,
 			fmt.Sprintf("%dx%d", r.job.Workers, r.job.GPUsPerWorker), perNode(r.workers), r.ps, r.ina,
-			r.jct.Round(10*time.Millisecond), r.exact, r.wrong, strings.Join(r.wantWorkers, ","), r.wantPS)
+			r.jct.Round(10*time.Millisecond), r.exact, r.wrong, why)
 	}
 }
 

@@ -19,13 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
-	"sigs.k8s.io/yaml"
 
 	"github.com/inapack/inapack/controlplane/api"
 	"github.com/inapack/inapack/controlplane/topology"
@@ -90,45 +84,6 @@ func start(t *testing.T) *env {
 	}
 	kubetest.Fatal(t, kubetest.CreateNodes(ctx, cs, nodes))
 	return e
-}
-
-// apply renders the kustomization dir as kubectl apply -k does and creates its objects,
-// namespaces first and pods last (a gang's pods before their LocalQueue would wait for it, which is not what is tested).
-func (e *env) apply(t *testing.T, dir string) {
-	t.Helper()
-	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
-	if err != nil {
-		t.Fatalf("kustomize build %s: %v", dir, err)
-	}
-	var objs []*unstructured.Unstructured
-	for _, r := range rm.Resources() {
-		b, err := r.AsYAML()
-		kubetest.Fatal(t, err)
-		u := &unstructured.Unstructured{}
-		kubetest.Fatal(t, yaml.Unmarshal(b, &u.Object))
-		objs = append(objs, u)
-	}
-	rank := func(u *unstructured.Unstructured) int {
-		return btoi(u.GetKind() != "Namespace") + btoi(u.GetKind() == "Pod")
-	}
-	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int { return rank(a) - rank(b) })
-	dyn, err := dynamic.NewForConfig(e.api.Config)
-	kubetest.Fatal(t, err)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(e.api.Client.Discovery()))
-	for _, o := range objs {
-		gvk := o.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			t.Fatalf("%s %s: %v", gvk.Kind, o.GetName(), err)
-		}
-		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
-		if m.Scope.Name() == meta.RESTScopeNameNamespace {
-			ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
-		}
-		if _, err := ri.Create(e.ctx, o, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("%s apply: %s %s: %v", dir, gvk.Kind, o.GetName(), err)
-		}
-	}
 }
 
 func btoi(b bool) int {
@@ -435,7 +390,7 @@ func (e *env) succeed(t *testing.T, j kubetest.Job) {
 // gang Kueue preempts for an urgent one leaves nothing on the switches.
 func TestKueueAdmitsNetPackPlaces(t *testing.T) {
 	e := start(t)
-	e.apply(t, sample)
+	kueuetest.Apply(e.ctx, t, e.api, sample)
 	mlp := kubetest.Job{Namespace: ns, Name: "mlp", Workers: 2, GPUsPerWorker: 2}
 
 	// The sample gang takes the whole quota; Kueue ungates it with host selectors.

@@ -24,12 +24,19 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
 
 	"github.com/inapack/inapack/kube/gang"
 	"github.com/inapack/inapack/kube/internal/kubetest"
@@ -462,4 +469,72 @@ func Queued(j kubetest.Job, queue, priority string, topology map[string]string) 
 		}
 	}
 	return pods
+}
+
+// Apply creates the objects of path as kubectl apply does: a kustomization directory rendered
+// by kustomize (-k), or a file of YAML documents (-f); namespaces first and pods last (a gang's
+// pods before their LocalQueue would wait for it).
+func Apply(ctx context.Context, t testing.TB, api *kubetest.API, path string) {
+	t.Helper()
+	var docs [][]byte
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), path)
+		if err != nil {
+			t.Fatalf("kustomize build %s: %v", path, err)
+		}
+		for _, r := range rm.Resources() {
+			b, err := r.AsYAML()
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs = append(docs, b)
+		}
+	} else {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range strings.Split(string(b), "\n---") {
+			docs = append(docs, []byte(d))
+		}
+	}
+	var objs []*unstructured.Unstructured
+	for _, d := range docs {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(d, &u.Object); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+	rank := func(u *unstructured.Unstructured) int {
+		switch u.GetKind() {
+		case "Namespace":
+			return 0
+		case "Pod":
+			return 2
+		}
+		return 1
+	}
+	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int { return rank(a) - rank(b) })
+	dyn, err := dynamic.NewForConfig(api.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(api.Client.Discovery()))
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			t.Fatalf("%s %s: %v", gvk.Kind, o.GetName(), err)
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
+		}
+		if _, err := ri.Create(ctx, o, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s apply: %s %s: %v", path, gvk.Kind, o.GetName(), err)
+		}
+	}
 }
