@@ -402,8 +402,9 @@ func TestKueueAdmitsNetPackPlaces(t *testing.T) {
 		t.Errorf("gang mlp bound but its switch job %d is not on the switches: %+v", mlpJob, at)
 	}
 
-	// A second gang of 4 GPUs waits, gated, as Kueue says: its quota is taken.
-	b := kubetest.Job{Namespace: ns, Name: "b", Workers: 2, GPUsPerWorker: 2, Model: "vgg16", SchedulerName: "inapack-scheduler"}
+	// A second gang of 4 GPUs (1-GPU workers: Kueue pins two to a host) waits, gated, as Kueue
+	// says: its quota is taken.
+	b := kubetest.Job{Namespace: ns, Name: "b", Workers: 4, GPUsPerWorker: 1, Model: "vgg16", SchedulerName: "inapack-scheduler"}
 	e.submit(t, b, "")
 	e.waitFor(t, "gang b held back for quota", func() (bool, string) {
 		wl, err := e.workload("b")

@@ -146,12 +146,14 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 
 func (p *NetPack) Name() string { return Name }
 
-// EventsToRegister: a gang waiting for its pods comes back when a pod is added or a pod's
-// scheduling gates go (Kueue's, as it admits the gang); one that did not fit, when a pod goes away
-// (its GPUs) or a node comes.
+// EventsToRegister: a gang waiting for its pods comes back when a pod is added or its own
+// scheduling gates go (Kueue's, as it admits the gang; the gang's other pods are activated when it
+// is planned); one that did not fit, when a pod goes away (its GPUs) or a node comes.
 func (p *NetPack) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
-		{Event: fwk.ClusterEvent{Resource: fwk.UnscheduledPod, ActionType: fwk.Add | fwk.UpdatePodSchedulingGatesEliminated}},
+		{Event: fwk.ClusterEvent{Resource: fwk.UnscheduledPod, ActionType: fwk.Add}},
+		// A pod's own update (TargetPod): one PreEnqueue held back while it was gated.
+		{Event: fwk.ClusterEvent{Resource: fwk.TargetPod, ActionType: fwk.UpdatePodSchedulingGatesEliminated}},
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete | fwk.UpdatePodLabel}},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.Delete | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint}},
 	}, nil
