@@ -218,6 +218,7 @@ func Start(ctx context.Context, t testing.TB, api *kubetest.API) *Kueue {
 	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
 		ErrorIfPathMissing: true,
 		Paths:              []string{filepath.Join(dir, "config", "components", "crd", "bases")},
+		MaxTime:            2 * time.Minute, // envtest's 10 s is short for Kueue's CRDs on a loaded machine
 	}); err != nil {
 		t.Fatalf("installing Kueue's CRDs: %v", err)
 	}
