@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -261,6 +262,16 @@ func (e *env) placedInside(t *testing.T, j kubetest.Job) (workers []string, ps s
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("gang %s: workers per host %v; Kueue's topology assignment %v", j.Name, got, want)
+	}
+	// In one try: Kueue lifts a gang's gates one pod at a time, and a pod PreEnqueue held back
+	// meanwhile must be brought back when the gang is planned, not when its planned pods give up
+	// waiting for it at Permit.
+	evs, err := e.api.Client.CoreV1().Events(ns).List(e.ctx, metav1.ListOptions{})
+	kubetest.Fatal(t, err)
+	for _, ev := range evs.Items {
+		if strings.HasPrefix(ev.InvolvedObject.Name, j.Name+"-") && ev.Reason == "FailedScheduling" && strings.Contains(ev.Message, "timeout") {
+			t.Errorf("gang %s: pod %s: %s: %s", j.Name, ev.InvolvedObject.Name, ev.Reason, ev.Message)
+		}
 	}
 	return workers, ps
 }
