@@ -126,6 +126,7 @@ func TestKubernetesEndToEnd(t *testing.T) {
 			t.Skip("SKIP: SWITCH=bmv2 but simple_switch_grpc is not on PATH")
 		}
 	}
+	prepareKueue(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	bin := bins(t)
@@ -214,6 +215,7 @@ func TestKubernetesEndToEnd(t *testing.T) {
 		endForms(ctx, t, kapi, wave)
 		waitGone(ctx, t, kapi, ctl)
 	}
+	rows = append(rows, kueueGang(ctx, t, kapi, ctl, logs))
 	if *demo {
 		printRows(rows)
 	}
@@ -295,6 +297,8 @@ type row struct {
 	ina                   string
 	jct                   time.Duration
 	exact, wrong, workerN int
+	// via is what admitted the gang beyond NetPack ("Kueue"; "" for none), note what it decided.
+	via, note string
 }
 
 // finish waits for the job's workers to end and reads their verdicts from their logs.
@@ -356,9 +360,13 @@ func (r *row) finish(ctx context.Context, t *testing.T, kapi *kubetest.API, logs
 func printRows(rows []row) {
 	fmt.Printf("k8s-demo: %-11s %-5s %-16s %-5s %-5s %-8s %s\n", "gang", "gpus", "workers", "ps", "ina", "jct", "all-reduces")
 	for _, r := range rows {
-		fmt.Printf("k8s-demo: %-11s %-5s %-16s %-5s %-5s %-8s %d exact, %d wrong (service: %s ps %s)\n", gangName(r.job.Job),
+		why := fmt.Sprintf("service: %s ps %s", strings.Join(r.wantWorkers, ","), r.wantPS)
+		if r.via != "" {
+			why = r.via + ": " + r.note
+		}
+		fmt.Printf("k8s-demo: %-11s %-5s %-16s %-5s %-5s %-8s %d exact, %d wrong (%s)\n", gangName(r.job.Job),
 			fmt.Sprintf("%dx%d", r.job.Workers, r.job.GPUsPerWorker), perNode(r.workers), r.ps, r.ina,
-			r.jct.Round(10*time.Millisecond), r.exact, r.wrong, strings.Join(r.wantWorkers, ","), r.wantPS)
+			r.jct.Round(10*time.Millisecond), r.exact, r.wrong, why)
 	}
 }
 

@@ -1,6 +1,7 @@
 package gang
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -32,55 +33,99 @@ func FreeOf(n *v1.Node, pods []*v1.Pod) Free {
 	return f
 }
 
-// Refusal says why no pod of g may go to node n ("" if every one may), by the node constraints
+// Refusal says why no pod of g may go to node n ("" if some may), by the node constraints
 // kube-scheduler's Filter plugins apply and NetPack's placement must respect too:
 // spec.unschedulable (NodeUnschedulable), NoSchedule and NoExecute taints against each pod's
 // tolerations (TaintToleration), node selector and required node affinity (NodeAffinity), and
-// CPU and memory (NodeResourcesFit: free must hold the largest pod's requests). A node is a
-// machine for the gang only if all of its pods may go there: NetPack picks machines, and which
-// pod lands on which of them is decided after. NodeFilter is the same, with the per-pod work done
-// once for many nodes.
+// CPU and memory (NodeResourcesFit: free must hold the pod's requests). Each pod has its own:
+// Kueue's topology-aware scheduling releases each worker of a gang with a node selector for the
+// host of its own assignment. A node is a machine for the gang if some pod of it may go there;
+// which pods may is noted on g (Place gives each pod a node it may use, and offers NetPack no
+// more of a node's GPUs than the workers that may use it request). NodeFilter is the same, with
+// the per-pod work done once for many nodes.
 func (g *Gang) Refusal(n *v1.Node, free Free) string { return g.NodeFilter()(n, free) }
 
-// NodeFilter is Refusal for one gang and many nodes: the pods' requests and affinities are read
-// once.
+// NodeFilter is Refusal for one gang and many nodes: pods of the same constraints and requests
+// (a job's workers but for Kueue's host selectors) are checked once per node.
 func (g *Gang) NodeFilter() func(n *v1.Node, free Free) string {
-	type podRule struct {
-		p        *v1.Pod
+	type class struct {
+		p        *v1.Pod // the first of the class, named in refusals
+		pods     podSet
 		affinity nodeaffinity.RequiredNodeAffinity
 		anyRule  bool
+		cpu, mem int64
 	}
-	var rules []podRule
-	var cpu, mem int64
-	for _, p := range g.Pods() {
-		rules = append(rules, podRule{p: p, affinity: nodeaffinity.GetRequiredNodeAffinity(p),
-			anyRule: len(p.Spec.NodeSelector) > 0 || (p.Spec.Affinity != nil && p.Spec.Affinity.NodeAffinity != nil)})
+	var classes []*class
+	byKey := map[string]*class{}
+	pods := g.Pods()
+	for i, p := range pods {
 		r := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
-		cpu, mem = max(cpu, r.Cpu().MilliValue()), max(mem, r.Memory().Value())
+		var na *v1.NodeAffinity
+		if p.Spec.Affinity != nil {
+			na = p.Spec.Affinity.NodeAffinity
+		}
+		key, err := json.Marshal(struct {
+			S    map[string]string
+			A    *v1.NodeAffinity
+			T    []v1.Toleration
+			C, M int64
+		}{p.Spec.NodeSelector, na, p.Spec.Tolerations, r.Cpu().MilliValue(), r.Memory().Value()})
+		if err != nil { // no pod's spec fails to marshal; a class of its own then
+			key = []byte(p.Name)
+		}
+		c := byKey[string(key)]
+		if c == nil {
+			c = &class{p: p, affinity: nodeaffinity.GetRequiredNodeAffinity(p), anyRule: len(p.Spec.NodeSelector) > 0 || na != nil,
+				cpu: r.Cpu().MilliValue(), mem: r.Memory().Value()}
+			byKey[string(key)] = c
+			classes = append(classes, c)
+		}
+		c.pods |= 1 << i
 	}
+	all := podSet(1)<<len(pods) - 1
+	g.only = nil
 	logger := klog.Background()
 	cordon := &v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}
 	scheduling := func(t *v1.Taint) bool {
 		return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
 	}
-	return func(n *v1.Node, free Free) string {
-		for _, r := range rules {
-			if n.Spec.Unschedulable && !corev1helpers.TolerationsTolerateTaint(logger, r.p.Spec.Tolerations, cordon, false) {
-				return fmt.Sprintf("node %s is cordoned (spec.unschedulable)", n.Name)
-			}
-			if len(n.Spec.Taints) > 0 {
-				if t, bad := corev1helpers.FindMatchingUntoleratedTaint(logger, n.Spec.Taints, r.p.Spec.Tolerations, scheduling, false); bad {
-					return fmt.Sprintf("node %s has taint %s=%s:%s, which pod %s does not tolerate", n.Name, t.Key, t.Value, t.Effect, r.p.Name)
-				}
-			}
-			if r.anyRule {
-				if ok, _ := r.affinity.Match(n); !ok {
-					return fmt.Sprintf("node %s does not match pod %s's node selector or affinity", n.Name, r.p.Name)
-				}
+	refusal := func(c *class, n *v1.Node, free Free) string {
+		if n.Spec.Unschedulable && !corev1helpers.TolerationsTolerateTaint(logger, c.p.Spec.Tolerations, cordon, false) {
+			return fmt.Sprintf("node %s is cordoned (spec.unschedulable)", n.Name)
+		}
+		if len(n.Spec.Taints) > 0 {
+			if t, bad := corev1helpers.FindMatchingUntoleratedTaint(logger, n.Spec.Taints, c.p.Spec.Tolerations, scheduling, false); bad {
+				return fmt.Sprintf("node %s has taint %s=%s:%s, which pod %s does not tolerate", n.Name, t.Key, t.Value, t.Effect, c.p.Name)
 			}
 		}
-		if cpu > free.MilliCPU || mem > free.Memory {
-			return fmt.Sprintf("node %s has %dm CPU and %d B memory free; a pod of gang %s requests %dm and %d B", n.Name, free.MilliCPU, free.Memory, g.Key, cpu, mem)
+		if c.anyRule {
+			if ok, _ := c.affinity.Match(n); !ok {
+				return fmt.Sprintf("node %s does not match pod %s's node selector or affinity", n.Name, c.p.Name)
+			}
+		}
+		if c.cpu > free.MilliCPU || c.mem > free.Memory {
+			return fmt.Sprintf("node %s has %dm CPU and %d B memory free; pod %s requests %dm and %d B", n.Name, free.MilliCPU, free.Memory, c.p.Name, c.cpu, c.mem)
+		}
+		return ""
+	}
+	return func(n *v1.Node, free Free) string {
+		var may podSet
+		why := ""
+		for _, c := range classes {
+			if w := refusal(c, n, free); w == "" {
+				may |= c.pods
+			} else if why == "" {
+				why = w
+			}
+		}
+		if may != all {
+			if g.only == nil {
+				g.only = map[string]podSet{}
+			}
+			g.only[n.Name] = may
+		}
+		if may == 0 {
+			return why
 		}
 		return ""
 	}

@@ -63,9 +63,12 @@ type Gang struct {
 	PS       *v1.Pod
 	Workers  []*v1.Pod // by name
 	Model    netpack.Model
+	// only are the nodes NodeFilter found that only some of the pods may use, and which.
+	only map[string]podSet
 }
 
-// ErrIncomplete: fewer pods than the gang's minimum exist yet; the gang waits.
+// ErrIncomplete: fewer pods than the gang's minimum exist yet, or some still have scheduling
+// gates; the gang waits.
 var ErrIncomplete = errors.New("waiting for the gang's pods")
 
 // ErrTooMany: the gang has more live pods than its minCount. INAPack takes minCount as the job's
@@ -139,6 +142,13 @@ func Collect(key Key, pods []*v1.Pod, minCount int) (*Gang, error) {
 		return nil, err
 	}
 	g.Model = md
+	// A gate's owner may still change its pod: Kueue's topology ungater gives each worker its
+	// host's node selector as it lifts its gate. A gang is planned once none of its pods is gated.
+	for _, p := range g.Pods() {
+		if len(p.Spec.SchedulingGates) > 0 {
+			return g, fmt.Errorf("%w: pod %s has scheduling gates (%s)", ErrIncomplete, p.Name, p.Spec.SchedulingGates[0].Name)
+		}
+	}
 	return g, nil
 }
 
@@ -183,11 +193,11 @@ type Plan struct {
 }
 
 // psNode is where a gang's PS goes when NetPack's machine for it holds several of the gang's
-// worker pods: a machine of the placement with one of them, else a machine with none, the PS's
-// rack first, in machine order.
-func (v *View) psNode(p netpack.Placement, byMachine map[netpack.MachineID][]*v1.Pod) (netpack.MachineID, bool) {
+// worker pods or is one the PS pod may not use: a machine of the placement with one of them, else
+// a machine with none, the PS's rack first, in machine order; only machines may allows.
+func (v *View) psNode(p netpack.Placement, byMachine map[netpack.MachineID][]*v1.Pod, may func(netpack.MachineID) bool) (netpack.MachineID, bool) {
 	for _, w := range p.Workers {
-		if len(byMachine[w.Machine]) == 1 {
+		if len(byMachine[w.Machine]) == 1 && may(w.Machine) {
 			return w.Machine, true
 		}
 	}
@@ -195,7 +205,7 @@ func (v *View) psNode(p netpack.Placement, byMachine map[netpack.MachineID][]*v1
 	best, found := netpack.MachineID(0), false
 	for m := range v.Cluster.Machines {
 		id := netpack.MachineID(m)
-		if _, used := byMachine[id]; used {
+		if _, used := byMachine[id]; used || !may(id) {
 			continue
 		}
 		if v.Cluster.Machines[m].Rack == rack {
@@ -228,55 +238,42 @@ func (v *View) Place(cfg Config, g *Gang, id string) (*Plan, error) {
 	if j.GPUs > v.Cluster.TotalGPUs() {
 		return nil, fmt.Errorf("%w: gang %s needs %d GPUs, the cluster has %d", ErrNoFit, g.Key, j.GPUs, v.Cluster.TotalGPUs())
 	}
-	p, ok, skipped, err := scheduler.Plan(v.Cluster, running, cfg.Policy, j)
+	cl := v.offered(g, running)
+	p, ok, skipped, err := scheduler.Plan(cl, running, cfg.Policy, j)
 	v.Skipped = append(v.Skipped, skipped...)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("%w: gang %s needs %d GPUs in a placement %s allows; %d are free", ErrNoFit, g.Key, j.GPUs, cfg.Policy, v.free(running))
+		where := ""
+		if cl != v.Cluster {
+			where = " on the nodes its pods may use"
+		}
+		return nil, fmt.Errorf("%w: gang %s needs %d GPUs in a placement %s allows; %d are free%s", ErrNoFit, g.Key, j.GPUs, cfg.Policy, free(cl, running), where)
 	}
 	pl := &Plan{ID: id, Key: g.Key, Node: map[types.UID]string{}, Rank: map[types.UID]int{}, Member: map[types.UID]int{},
 		PSNode: v.Nodes[p.PS], WorldSize: len(g.Workers), INA: p.INA, Priority: p.Priority, Placement: p}
 	pl.Node[g.PS.UID] = pl.PSNode
-	// Largest pods first, so that a machine's GPUs are made up of whole pods where they can be.
-	free := slices.Clone(g.Workers)
-	slices.SortStableFunc(free, func(a, b *v1.Pod) int { return cmp.Compare(PodGPUs(b), PodGPUs(a)) })
-	byMachine := map[netpack.MachineID][]*v1.Pod{}
-	for _, w := range p.Workers { // ascending machines
-		node := v.Nodes[w.Machine]
-		var on []*v1.Pod
-		left := w.GPUs
-		for i := 0; i < len(free) && left > 0; {
-			if n := PodGPUs(free[i]); n <= left {
-				on = append(on, free[i])
-				left -= n
-				free = slices.Delete(free, i, i+1)
-				continue
-			}
-			i++
-		}
-		if left > 0 {
-			return nil, fmt.Errorf("%w: %s places %d GPUs of gang %s on node %s, and no set of the worker pods left makes up %d (a worker pod runs on one node)",
-				ErrNoFit, cfg.Policy, w.GPUs, g.Key, node, w.GPUs)
-		}
-		slices.SortFunc(on, func(a, b *v1.Pod) int { return cmp.Compare(a.Name, b.Name) })
-		byMachine[w.Machine] = on
+	byMachine, err := v.assign(g, p)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s's placement of gang %s: %v", ErrNoFit, cfg.Policy, g.Key, err)
 	}
-	if len(free) > 0 {
-		return nil, fmt.Errorf("%w: %s's placement of gang %s leaves worker pod %s without a node", ErrNoFit, cfg.Policy, g.Key, free[0].Name)
-	}
-	if on := byMachine[p.PS]; len(on) > 1 {
+	psMay := func(m netpack.MachineID) bool { return g.may(v.Nodes[m], 0) }
+	if on := byMachine[p.PS]; len(on) > 1 || !psMay(p.PS) {
 		// One worker reaches the PS over its node's private link; the others would have to reach
 		// it through the switch port the PS itself is behind, which no switch sends a packet back
-		// out of. The PS moves to a node with one worker of the gang, else to one with none.
-		ps, ok := v.psNode(p, byMachine)
-		if !ok {
-			return nil, fmt.Errorf("%w: %s puts gang %s's PS on node %s with %d of its worker pods, and no node has one or none of them",
-				ErrNoFit, cfg.Policy, g.Key, v.Nodes[p.PS], len(on))
+		// out of. The PS moves to a node with one worker of the gang, else to one with none; and
+		// to a node the PS pod may use.
+		why := fmt.Sprintf("%d worker pods of the gang share %s, and only one can reach a PS on its node", len(on), v.Nodes[p.PS])
+		if !psMay(p.PS) {
+			why = fmt.Sprintf("pod %s may not go to %s (its node selector, affinity, tolerations or requests)", g.PS.Name, v.Nodes[p.PS])
 		}
-		pl.Why = append(pl.Why, fmt.Sprintf("PS on node %s, not %s: %d worker pods of the gang share %s, and only one can reach a PS on its node",
-			v.Nodes[ps], v.Nodes[p.PS], len(on), v.Nodes[p.PS]))
+		ps, ok := v.psNode(p, byMachine, psMay)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s puts gang %s's PS on node %s: %s; and no node the PS may use has one or none of the worker pods",
+				ErrNoFit, cfg.Policy, g.Key, v.Nodes[p.PS], why)
+		}
+		pl.Why = append(pl.Why, fmt.Sprintf("PS on node %s, not %s: %s", v.Nodes[ps], v.Nodes[p.PS], why))
 		p.PS = ps
 		pl.Placement.PS, pl.PSNode = ps, v.Nodes[ps]
 		pl.Node[g.PS.UID] = pl.PSNode
@@ -308,13 +305,13 @@ func (v *View) Place(cfg Config, g *Gang, id string) (*Plan, error) {
 	return pl, nil
 }
 
-func (v *View) free(running []netpack.Placement) int {
-	st := netpack.NewState(v.Cluster)
+func free(cl *netpack.Cluster, running []netpack.Placement) int {
+	st := netpack.NewState(cl)
 	for _, r := range running {
 		_ = st.Add(r)
 	}
 	n := 0
-	for m := range v.Cluster.Machines {
+	for m := range cl.Machines {
 		n += st.FreeGPUs(netpack.MachineID(m))
 	}
 	return n

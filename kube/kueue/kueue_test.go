@@ -1,11 +1,14 @@
 package kueue_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,13 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
-	"sigs.k8s.io/yaml"
 
 	"github.com/inapack/inapack/controlplane/api"
 	"github.com/inapack/inapack/controlplane/topology"
@@ -55,15 +52,11 @@ type env struct {
 
 func start(t *testing.T) *env {
 	t.Helper()
-	// Opt-in until NetPack honours each pod's own host selector (kube/README.md, "Kueue in front
-	// of NetPack"): the test fails there today, and its first run builds Kueue's manager.
-	if os.Getenv("INAPACK_KUEUE") != "1" {
-		t.Skip("SKIP: INAPACK_KUEUE=1 not set: Kueue live test is opt-in (builds Kueue v0.17.0's manager; fails today where NetPack must honour per-pod host selectors, issue 43)")
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	e := &env{ctx: ctx, api: kubetest.StartAPI(t)}
 	e.kueue = kueuetest.Start(ctx, t, e.api)
+	kueuetest.Kubelet(ctx, e.api.Client)
 
 	topo, err := topology.Load(twoRacks)
 	kubetest.Fatal(t, err)
@@ -92,45 +85,6 @@ func start(t *testing.T) *env {
 	}
 	kubetest.Fatal(t, kubetest.CreateNodes(ctx, cs, nodes))
 	return e
-}
-
-// apply renders the kustomization dir as kubectl apply -k does and creates its objects,
-// namespaces first and pods last (a gang's pods before their LocalQueue would wait for it, which is not what is tested).
-func (e *env) apply(t *testing.T, dir string) {
-	t.Helper()
-	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
-	if err != nil {
-		t.Fatalf("kustomize build %s: %v", dir, err)
-	}
-	var objs []*unstructured.Unstructured
-	for _, r := range rm.Resources() {
-		b, err := r.AsYAML()
-		kubetest.Fatal(t, err)
-		u := &unstructured.Unstructured{}
-		kubetest.Fatal(t, yaml.Unmarshal(b, &u.Object))
-		objs = append(objs, u)
-	}
-	rank := func(u *unstructured.Unstructured) int {
-		return btoi(u.GetKind() != "Namespace") + btoi(u.GetKind() == "Pod")
-	}
-	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int { return rank(a) - rank(b) })
-	dyn, err := dynamic.NewForConfig(e.api.Config)
-	kubetest.Fatal(t, err)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(e.api.Client.Discovery()))
-	for _, o := range objs {
-		gvk := o.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			t.Fatalf("%s %s: %v", gvk.Kind, o.GetName(), err)
-		}
-		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
-		if m.Scope.Name() == meta.RESTScopeNameNamespace {
-			ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
-		}
-		if _, err := ri.Create(e.ctx, o, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("%s apply: %s %s: %v", dir, gvk.Kind, o.GetName(), err)
-		}
-	}
 }
 
 func btoi(b bool) int {
@@ -170,12 +124,69 @@ type workload struct {
 		Conditions []metav1.Condition `json:"conditions"`
 		Admission  *struct {
 			PodSetAssignments []struct {
-				TopologyAssignment *struct {
-					Levels []string `json:"levels"`
-				} `json:"topologyAssignment"`
+				TopologyAssignment *topologyAssignment `json:"topologyAssignment"`
 			} `json:"podSetAssignments"`
 		} `json:"admission"`
 	} `json:"status"`
+}
+
+// topologyAssignment is Kueue's (v1beta2, apis/kueue/v1beta2 TopologyAssignment): the domains of
+// the lowest level in slices, each with its pod count, values and counts given per domain
+// (individual) or once for the slice (universal).
+type topologyAssignment struct {
+	Levels []string `json:"levels"`
+	Slices []struct {
+		DomainCount    int `json:"domainCount"`
+		ValuesPerLevel []struct {
+			Universal  *string `json:"universal"`
+			Individual *struct {
+				Prefix *string  `json:"prefix"`
+				Suffix *string  `json:"suffix"`
+				Roots  []string `json:"roots"`
+			} `json:"individual"`
+		} `json:"valuesPerLevel"`
+		PodCounts struct {
+			Universal  *int  `json:"universal"`
+			Individual []int `json:"individual"`
+		} `json:"podCounts"`
+	} `json:"slices"`
+}
+
+// hosts are the pods per host of a (its lowest level must be the host's).
+func (a *topologyAssignment) hosts() (map[string]int, error) {
+	if len(a.Levels) == 0 || a.Levels[len(a.Levels)-1] != hostname {
+		return nil, fmt.Errorf("topology assignment of levels %v: want %s lowest", a.Levels, hostname)
+	}
+	out := map[string]int{}
+	for _, sl := range a.Slices {
+		lv := sl.ValuesPerLevel[len(sl.ValuesPerLevel)-1]
+		for d := range sl.DomainCount {
+			host := ""
+			switch {
+			case lv.Universal != nil:
+				host = *lv.Universal
+			case lv.Individual != nil && d < len(lv.Individual.Roots):
+				deref := func(s *string) string {
+					if s == nil {
+						return ""
+					}
+					return *s
+				}
+				host = deref(lv.Individual.Prefix) + lv.Individual.Roots[d] + deref(lv.Individual.Suffix)
+			default:
+				return nil, fmt.Errorf("topology assignment slice without a value for domain %d", d)
+			}
+			n := 0
+			switch {
+			case sl.PodCounts.Universal != nil:
+				n = *sl.PodCounts.Universal
+			case d < len(sl.PodCounts.Individual):
+				n = sl.PodCounts.Individual[d]
+			}
+			out[host] += n
+		}
+	}
+	return out, nil
 }
 
 func (e *env) workload(name string) (*workload, error) {
@@ -203,11 +214,13 @@ func (e *env) pods(t *testing.T, j kubetest.Job) []*v1.Pod {
 	return out
 }
 
-// placedInside checks every pod of j is bound inside its Kueue assignment: on the host (and in
-// the rack) its node selector names, the selectors Kueue's topology ungater wrote; the workers
-// must have them (the PS asks Kueue for no GPUs, so Kueue assigns it no domain).
+// placedInside checks every pod of j is bound inside Kueue's assignment: each worker on the host
+// its node selector names (the selector Kueue's topology ungater wrote), and as many workers on
+// each host as the Workload's topology assignment says. The PS asks Kueue for no GPUs, so Kueue
+// assigns it no domain and NetPack puts it where its placement wants.
 func (e *env) placedInside(t *testing.T, j kubetest.Job) (workers []string, ps string) {
 	t.Helper()
+	got := map[string]int{}
 	for _, p := range e.pods(t, j) {
 		if len(p.Spec.SchedulingGates) > 0 {
 			t.Errorf("pod %s bound with scheduling gates %v", p.Name, p.Spec.SchedulingGates)
@@ -217,6 +230,7 @@ func (e *env) placedInside(t *testing.T, j kubetest.Job) (workers []string, ps s
 			continue
 		}
 		workers = append(workers, p.Spec.NodeName)
+		got[p.Spec.NodeName]++
 		host, ok := p.Spec.NodeSelector[hostname]
 		if !ok {
 			t.Errorf("worker %s: no %s node selector from Kueue's topology assignment (selectors %v)", p.Name, hostname, p.Spec.NodeSelector)
@@ -227,7 +241,68 @@ func (e *env) placedInside(t *testing.T, j kubetest.Job) (workers []string, ps s
 		}
 	}
 	slices.Sort(workers)
+	wl, err := e.workload(j.Name)
+	kubetest.Fatal(t, err)
+	if c := wl.condition("Admitted"); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("Workload %s bound but not Admitted: %v", j.Name, wl.Status.Conditions)
+	}
+	if wl.Status.Admission == nil {
+		t.Fatalf("Workload %s bound but has no admission", j.Name)
+	}
+	var want map[string]int
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		if psa.TopologyAssignment == nil {
+			continue
+		}
+		if want != nil {
+			t.Errorf("Workload %s: two pod sets with a topology assignment, want one (the workers)", j.Name)
+		}
+		want, err = psa.TopologyAssignment.hosts()
+		kubetest.Fatal(t, err)
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("gang %s: workers per host %v; Kueue's topology assignment %v", j.Name, got, want)
+	}
+	// In one try: Kueue lifts a gang's gates one pod at a time, and a pod PreEnqueue held back
+	// meanwhile must be brought back when the gang is planned, not when its planned pods give up
+	// waiting for it at Permit.
+	evs, err := e.api.Client.CoreV1().Events(ns).List(e.ctx, metav1.ListOptions{})
+	kubetest.Fatal(t, err)
+	for _, ev := range evs.Items {
+		if strings.HasPrefix(ev.InvolvedObject.Name, j.Name+"-") && ev.Reason == "FailedScheduling" && strings.Contains(ev.Message, "timeout") {
+			t.Errorf("gang %s: pod %s: %s: %s", j.Name, ev.InvolvedObject.Name, ev.Reason, ev.Message)
+		}
+	}
 	return workers, ps
+}
+
+// clusterQueue is what Kueue's ClusterQueue "training" says of the GPUs: reserved by admitted
+// workloads, its nominal quota, and how many workloads wait.
+func (e *env) clusterQueue(t *testing.T) (reserved, nominal string, pending int64) {
+	t.Helper()
+	u, err := e.kueue.Client.Resource(kueuetest.ClusterQueueResource).Get(e.ctx, "training", metav1.GetOptions{})
+	kubetest.Fatal(t, err)
+	// gpus is the GPUs' field key of the first flavor listing them (flavorsReservation's total,
+	// a resource group's nominalQuota).
+	gpus := func(flavors []any, key string) string {
+		for _, f := range flavors {
+			rs, _, _ := unstructured.NestedSlice(f.(map[string]any), "resources")
+			for _, r := range rs {
+				if m := r.(map[string]any); m["name"] == gang.GPUResource {
+					return fmt.Sprint(m[key])
+				}
+			}
+		}
+		return ""
+	}
+	res, _, _ := unstructured.NestedSlice(u.Object, "status", "flavorsReservation")
+	groups, _, _ := unstructured.NestedSlice(u.Object, "spec", "resourceGroups")
+	for _, g := range groups {
+		fl, _, _ := unstructured.NestedSlice(g.(map[string]any), "flavors")
+		nominal = cmp.Or(nominal, gpus(fl, "nominalQuota"))
+	}
+	pending, _, _ = unstructured.NestedInt64(u.Object, "status", "pendingWorkloads")
+	return gpus(res, "total"), nominal, pending
 }
 
 // bound waits for every pod of j to be bound; if they are not, it fails t saying where Kueue
@@ -259,23 +334,52 @@ func (e *env) switchJob(t *testing.T, j kubetest.Job) int {
 	return id
 }
 
-// onSwitches says where job id is: on the controller's job list, and the slots it holds on the
-// reference switches (read back from their own tables).
-func (e *env) onSwitches(t *testing.T, id int) (listed bool, slots int) {
+// where is what the switches hold of a switch job: on the controller's job list, its entries
+// in the reference switches' tables (ina_job, ina_ps) and the aggregator slots it holds (read
+// back from the switches' own registers).
+type where struct {
+	listed         bool
+	entries, slots int
+}
+
+func (e *env) onSwitches(t *testing.T, id int) where {
 	t.Helper()
+	var w where
 	js, err := e.ctl.Jobs(e.ctx)
 	kubetest.Fatal(t, err)
 	for _, j := range js {
-		listed = listed || j.ID == id
+		w.listed = w.listed || j.ID == id
 	}
 	for _, sw := range e.switches {
+		for k := range sw.Jobs() {
+			w.entries += btoi(k.Job == uint16(id))
+		}
+		if _, ok := sw.PS(uint16(id)); ok {
+			w.entries++
+		}
 		for i := range 64 {
 			if s := sw.Slot(i); s.Job == uint16(id) && s.Count > 0 {
-				slots++
+				w.slots++
 			}
 		}
 	}
-	return listed, slots
+	return w
+}
+
+// inFlight puts a first contribution of the gang's workers (switch job id) into its first slot
+// on every switch that has entries of it: a gang preempted mid-iteration holds slots.
+func (e *env) inFlight(t *testing.T, j kubetest.Job, id int) {
+	t.Helper()
+	base, err := strconv.Atoi(e.pods(t, j)[0].Annotations[gang.SlotBaseAnnotation])
+	kubetest.Fatal(t, err)
+	for _, sw := range e.switches {
+		for k := range sw.Jobs() {
+			if k.Job == uint16(id) {
+				kubetest.Fatal(t, sw.SetSlot(base, model.Slot{Job: uint16(id), Count: 1, Bitmap: 1}))
+				break
+			}
+		}
+	}
 }
 
 // succeed reports every pod of j Succeeded, as their kubelet would.
@@ -292,38 +396,26 @@ func (e *env) succeed(t *testing.T, j kubetest.Job) {
 
 // TestKueueAdmitsNetPackPlaces: with deploy/kueue applied (a Topology of racks and hosts, a
 // ClusterQueue of 4 GPUs, its LocalQueue and the sample gang), Kueue admits gangs as its quota
-// says and NetPack places each inside Kueue's topology assignment, the operator programming the
-// switches; a gang Kueue preempts for an urgent one leaves nothing on the switches.
+// says and NetPack places each inside Kueue's topology assignment (each worker on the host Kueue
+// gave it, which need not be NetPack's rank order), the operator programming the switches; a
+// gang Kueue preempts for an urgent one leaves nothing on the switches.
 func TestKueueAdmitsNetPackPlaces(t *testing.T) {
 	e := start(t)
-	e.apply(t, sample)
+	kueuetest.Apply(e.ctx, t, e.api, sample)
 	mlp := kubetest.Job{Namespace: ns, Name: "mlp", Workers: 2, GPUsPerWorker: 2}
 
 	// The sample gang takes the whole quota; Kueue ungates it with host selectors.
 	e.bound(t, mlp)
 	w, ps := e.placedInside(t, mlp)
-	t.Logf("gang mlp admitted and placed: workers %v ps %s", w, ps)
-	wl, err := e.workload("mlp")
-	kubetest.Fatal(t, err)
-	if c := wl.condition("Admitted"); c == nil || c.Status != metav1.ConditionTrue {
-		t.Errorf("Workload mlp bound but not Admitted: %v", wl.Status.Conditions)
-	}
-	assigned := 0
-	if wl.Status.Admission == nil {
-		t.Fatalf("Workload mlp bound but has no admission")
-	}
-	for _, psa := range wl.Status.Admission.PodSetAssignments {
-		if psa.TopologyAssignment != nil {
-			assigned++
-		}
-	}
-	if assigned != 1 {
-		t.Errorf("Workload mlp: %d pod sets with a topology assignment, want 1 (the workers)", assigned)
-	}
+	t.Logf("gang mlp admitted and placed inside Kueue's assignment: workers %v ps %s", w, ps)
 	mlpJob := e.switchJob(t, mlp)
+	if at := e.onSwitches(t, mlpJob); !at.listed || at.entries == 0 {
+		t.Errorf("gang mlp bound but its switch job %d is not on the switches: %+v", mlpJob, at)
+	}
 
-	// A second gang of 4 GPUs waits, gated, as Kueue says: no quota left.
-	b := kubetest.Job{Namespace: ns, Name: "b", Workers: 2, GPUsPerWorker: 2, Model: "vgg16", SchedulerName: "inapack-scheduler"}
+	// A second gang of 4 GPUs (1-GPU workers: Kueue pins two to a host) waits, gated, as Kueue
+	// says: its quota is taken.
+	b := kubetest.Job{Namespace: ns, Name: "b", Workers: 4, GPUsPerWorker: 1, Model: "vgg16", SchedulerName: "inapack-scheduler"}
 	e.submit(t, b, "")
 	e.waitFor(t, "gang b held back for quota", func() (bool, string) {
 		wl, err := e.workload("b")
@@ -334,10 +426,14 @@ func TestKueueAdmitsNetPackPlaces(t *testing.T) {
 		if c == nil {
 			return false, "no QuotaReserved condition"
 		}
-		return c.Status == metav1.ConditionFalse && c.Reason == "Pending", c.Message
+		reserved, nominal, pending := e.clusterQueue(t)
+		return c.Status == metav1.ConditionFalse && c.Reason == "Pending" && reserved == nominal && pending == 1,
+			fmt.Sprintf("QuotaReserved %s %s: %s; ClusterQueue: %s of %s GPUs reserved, %d pending", c.Status, c.Reason, c.Message, reserved, nominal, pending)
 	})
-	wl, _ = e.workload("b")
-	t.Logf("gang b waits: %s", wl.condition("QuotaReserved").Message)
+	reserved, nominal, _ := e.clusterQueue(t)
+	wl, _ := e.workload("b")
+	t.Logf("gang b waits: ClusterQueue training has %s of %s GPUs reserved; Workload b: QuotaReserved=False: %s", reserved, nominal, wl.condition("QuotaReserved").Message)
+	time.Sleep(2 * time.Second) // time for a scheduler that ignored Kueue to bind b
 	for _, p := range e.pods(t, b) {
 		if p.Spec.NodeName != "" || len(p.Spec.SchedulingGates) == 0 {
 			t.Errorf("pod %s of a gang Kueue holds back: node %q, gates %v", p.Name, p.Spec.NodeName, p.Spec.SchedulingGates)
@@ -348,17 +444,24 @@ func TestKueueAdmitsNetPackPlaces(t *testing.T) {
 	e.succeed(t, mlp)
 	e.bound(t, b)
 	w, ps = e.placedInside(t, b)
-	t.Logf("gang b admitted after mlp ended and placed: workers %v ps %s", w, ps)
+	t.Logf("gang b admitted after mlp ended and placed inside Kueue's assignment: workers %v ps %s", w, ps)
 	e.waitFor(t, "mlp off the switches", func() (bool, string) {
-		listed, slots := e.onSwitches(t, mlpJob)
-		return !listed && slots == 0, fmt.Sprintf("job %d listed %v, %d slots held", mlpJob, listed, slots)
+		at := e.onSwitches(t, mlpJob)
+		return at == where{}, fmt.Sprintf("job %d: %+v", mlpJob, at)
 	})
 	bJob := e.switchJob(t, b)
-	if listed, _ := e.onSwitches(t, bJob); !listed {
-		t.Errorf("gang b bound but its switch job %d is not on the controller", bJob)
+	e.waitFor(t, "b on the switches", func() (bool, string) {
+		at := e.onSwitches(t, bJob)
+		return at.listed && at.entries > 0, fmt.Sprintf("gang b bound, its switch job %d: %+v", bJob, at)
+	})
+	e.inFlight(t, b, bJob)
+	before := e.onSwitches(t, bJob)
+	if before.slots == 0 {
+		t.Fatalf("gang b's contributions in flight hold no slots: %+v", before)
 	}
 
-	// An urgent gang: Kueue preempts b, whose pods go and whose switch job is removed.
+	// An urgent gang: Kueue preempts b (same ClusterQueue, lower priority); b's pods go and the
+	// operator removes its switch job and frees its slots before their finalizers let them.
 	c := kubetest.Job{Namespace: ns, Name: "c", Workers: 2, GPUsPerWorker: 2, Model: "resnet50", SchedulerName: "inapack-scheduler"}
 	e.submit(t, c, "urgent")
 	e.waitFor(t, "gang b preempted", func() (bool, string) {
@@ -369,22 +472,30 @@ func TestKueueAdmitsNetPackPlaces(t *testing.T) {
 		ev := wl.condition("Evicted")
 		return ev != nil && ev.Status == metav1.ConditionTrue && ev.Reason == "Preempted", fmt.Sprint(ev)
 	})
+	wl, _ = e.workload("b")
+	t.Logf("gang b preempted: %s", wl.condition("Evicted").Message)
 	e.waitFor(t, "b's pods gone and b off the switches", func() (bool, string) {
 		_, pods := b.Objects()
 		for _, p := range pods {
-			_, err := e.api.Client.CoreV1().Pods(ns).Get(e.ctx, p.Name, metav1.GetOptions{})
+			cur, err := e.api.Client.CoreV1().Pods(ns).Get(e.ctx, p.Name, metav1.GetOptions{})
 			if !apierrors.IsNotFound(err) {
-				return false, "pod " + p.Name + " still there"
+				fin := []string(nil)
+				if cur != nil {
+					fin = cur.Finalizers
+				}
+				return false, fmt.Sprintf("pod %s still there (finalizers %v)", p.Name, fin)
 			}
 		}
-		listed, slots := e.onSwitches(t, bJob)
-		return !listed && slots == 0, fmt.Sprintf("job %d listed %v, %d slots held", bJob, listed, slots)
+		at := e.onSwitches(t, bJob)
+		return at == where{}, fmt.Sprintf("job %d: %+v", bJob, at)
 	})
 	e.bound(t, c)
 	w, ps = e.placedInside(t, c)
 	cJob := e.switchJob(t, c)
-	if listed, _ := e.onSwitches(t, cJob); !listed {
-		t.Errorf("gang c bound but its switch job %d is not on the controller", cJob)
-	}
-	t.Logf("gang c (urgent) preempted b (switch job %d removed) and was placed: workers %v ps %s, switch job %d", bJob, w, ps, cJob)
+	e.waitFor(t, "c on the switches", func() (bool, string) {
+		at := e.onSwitches(t, cJob)
+		return at.listed && at.entries > 0, fmt.Sprintf("gang c bound, its switch job %d: %+v", cJob, at)
+	})
+	t.Logf("gang c (urgent) preempted b (switch job %d: %d entries and %d slots in use before, none after; off the controller's job list) and was placed: workers %v ps %s, switch job %d",
+		bJob, before.entries, before.slots, w, ps, cJob)
 }

@@ -198,8 +198,14 @@ func (r *Runner) sync(ctx context.Context, key types.NamespacedName) error {
 			r.kill(p, grace)
 			r.unlink(p)
 		}
-		// The kubelet's last word: the pod's containers are gone, the object may go (once its
-		// finalizers let it).
+		// The kubelet's last words: the pod has ended (a terminal phase, as the kubelet leaves a
+		// deleted pod since Kubernetes 1.27: controllers that keep their finalizer on a pod until
+		// it ends, as Kueue's does, let it go then), and its object may go once finalizers let it.
+		if pod.Status.Phase != v1.PodSucceeded && pod.Status.Phase != v1.PodFailed {
+			if err := r.finish(ctx, pod, p, "the pod was deleted before its container started"); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
 		zero := int64(0)
 		err := r.cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero,
 			Preconditions: &metav1.Preconditions{UID: &pod.UID}})

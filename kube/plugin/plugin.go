@@ -71,6 +71,8 @@ type attempt struct {
 	// any pod of the gang is bound); err is that write's outcome.
 	written sync.Once
 	err     error
+	// activated: the gang's other pods were brought to the active queue (activate).
+	activated bool
 }
 
 // stale says why a plan can no longer be followed ("" if it can): it is older than a whole try
@@ -148,11 +150,14 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 
 func (p *NetPack) Name() string { return Name }
 
-// EventsToRegister: a gang waiting for its pods comes back when a pod is added; one that did not
-// fit, when a pod goes away (its GPUs) or a node comes.
+// EventsToRegister: a gang waiting for its pods comes back when a pod is added or its own
+// scheduling gates go (Kueue's, as it admits the gang; the gang's other pods are activated when it
+// is planned); one that did not fit, when a pod goes away (its GPUs) or a node comes.
 func (p *NetPack) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.UnscheduledPod, ActionType: fwk.Add}},
+		// A pod's own update (TargetPod): one PreEnqueue held back while it was gated.
+		{Event: fwk.ClusterEvent{Resource: fwk.TargetPod, ActionType: fwk.UpdatePodSchedulingGatesEliminated}},
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete | fwk.UpdatePodLabel}},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.Delete | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint}},
 	}, nil
@@ -238,6 +243,7 @@ func (p *NetPack) PreFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, 
 	if st != nil {
 		return nil, st
 	}
+	p.activate(ctx, a, pod)
 	node, ok := a.plan.Node[pod.UID]
 	if !ok {
 		// A pod that came after the plan: the gang is planned anew once this try ends.
