@@ -2,6 +2,7 @@ package kubetest
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -37,13 +38,27 @@ func (s *ElectedScheduler) Stop() { s.stop() }
 // replica starts its informers when it begins to lead (DelayCacheUntilActive's way).
 func StartElectedScheduler(ctx context.Context, t testing.TB, config string, plugins ...app.Option) *ElectedScheduler {
 	t.Helper()
+	return StartElectedSchedulerServing(ctx, t, config, 0, "", plugins...)
+}
+
+// StartElectedSchedulerServing is StartElectedScheduler with kube-scheduler's secure port (its
+// /metrics, /healthz; a self-signed certificate, requests' tokens authenticated and authorized by
+// the API server that kubeconfig reaches, as in a pod by its in-cluster config) on
+// 127.0.0.1:port while it leads (0: off).
+func StartElectedSchedulerServing(ctx context.Context, t testing.TB, config string, port int, kubeconfig string, plugins ...app.Option) *ElectedScheduler {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "scheduler.yaml")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	opts := options.NewOptions()
 	opts.ConfigFile = path
-	opts.SecureServing.BindPort = 0
+	opts.SecureServing.BindPort = port
+	if port != 0 {
+		opts.SecureServing.BindAddress = net.ParseIP("127.0.0.1")
+		opts.SecureServing.ServerCert.CertDirectory = t.TempDir()
+		opts.Authentication.RemoteKubeConfigFile, opts.Authorization.RemoteKubeConfigFile = kubeconfig, kubeconfig
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	cc, sched, err := app.Setup(ctx, opts, plugins...)
 	if err != nil {
