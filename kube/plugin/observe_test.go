@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -141,4 +142,37 @@ func TestPodGroupConditionsAndMetrics(t *testing.T) {
 	// A deleted gang waits no more.
 	kubetest.Fatal(t, api.Client.CoreV1().Pods("default").Delete(ctx, pods[0].Name, metav1.DeleteOptions{}))
 	waitMetric(`inapack_scheduler_gangs_waiting{reason="Incomplete"}`, 0)
+}
+
+// TestBrokenPlanRefusedWithoutStall: a gang whose pods carry two plans, one of its pods bound
+// (a plan broken after its first bind, which no scheduler can undo), is refused on its pods and
+// its PodGroup (GangRefused: cannot be resumed), and the scheduler goes on: a gang submitted after
+// it is bound. The refusal is made while the plugin holds its plans' lock, and refuse took that
+// lock again: the scheduler stalled for good (this test fails so on be99355).
+func TestBrokenPlanRefusedWithoutStall(t *testing.T) {
+	ctx, api, _ := start(t)
+	j := kubetest.Job{Namespace: "default", Name: "broken", Workers: 2, GPUsPerWorker: 2, Model: "resnet50", PodGroup: true,
+		SchedulerName: "inapack-scheduler"}
+	pg, pods := j.Objects()
+	_, err := api.Client.SchedulingV1beta1().PodGroups("default").Create(ctx, pg, metav1.CreateOptions{})
+	kubetest.Fatal(t, err)
+	for i, p := range pods {
+		p.Annotations[gang.PlanAnnotation], p.Annotations[gang.NodeAnnotation] = "default/broken#1", "h1"
+		if i == 1 {
+			p.Annotations[gang.PlanAnnotation] = "default/broken#2"
+			p.Spec.NodeName = "h1" // bound by the scheduler that wrote plan #2
+		}
+	}
+	// The bound pod first: the last pod's arrival brings the others back to the queue.
+	for _, p := range []*v1.Pod{pods[1], pods[0], pods[2]} {
+		_, err := api.Client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+		kubetest.Fatal(t, err)
+	}
+	waitGroupCondition(ctx, t, api.Client, "broken", gang.PlannedCondition, metav1.ConditionFalse, gang.ReasonGangRefused, "cannot be resumed", "NetPackGangRefused")
+	waitRefused(ctx, t, api.Client, pods[0].Name, "cannot be resumed")
+	good := kubetest.Job{Namespace: "default", Name: "after", Workers: 2, GPUsPerWorker: 2, Model: "vgg16", PodGroup: true,
+		SchedulerName: "inapack-scheduler"}
+	kubetest.Fatal(t, kubetest.Submit(ctx, api.Client, good))
+	_, err = kubetest.WaitBound(ctx, api.Client, good, 30*time.Second)
+	kubetest.Fatal(t, err)
 }

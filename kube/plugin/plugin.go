@@ -49,9 +49,11 @@ type NetPack struct {
 
 	mu    sync.Mutex
 	plans map[gang.Key]*attempt
-	// refused is the last refusal written onto each pod (refuse writes a new one only).
-	refused map[types.UID]string
-	status  groupStatus // the gangs' conditions on their PodGroups (observe.go)
+	// refused is the last refusal written onto each pod (refuse writes a new one only), under its
+	// own lock: attemptFor refuses while it holds mu.
+	refusedMu sync.Mutex
+	refused   map[types.UID]string
+	status    groupStatus // the gangs' conditions on their PodGroups (observe.go)
 }
 
 // mutation breaks the gang logic on purpose, for the mutation check only (mutation_test.go sets
@@ -183,16 +185,16 @@ func (p *NetPack) collect(pod *v1.Pod) (*gang.Gang, error) {
 // the queue) and a Warning event. Asynchronous (PreEnqueue runs under the queue's lock), once per
 // pod and message.
 func (p *NetPack) refuse(ctx context.Context, pod *v1.Pod, why string) {
-	p.mu.Lock()
+	p.refusedMu.Lock()
 	if p.refused[pod.UID] == why {
-		p.mu.Unlock()
+		p.refusedMu.Unlock()
 		return
 	}
 	if len(p.refused) >= 10000 {
 		p.refused = map[types.UID]string{} // deleted pods' entries; a pod still refused gets one more write
 	}
 	p.refused[pod.UID] = why
-	p.mu.Unlock()
+	p.refusedMu.Unlock()
 	p.refusedGang(ctx, pod, why)
 	p.h.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, "NetPackGangRefused", "Scheduling", "%s", why)
 	go func() {
