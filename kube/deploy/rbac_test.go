@@ -11,23 +11,16 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
-	"sigs.k8s.io/yaml"
 
-	"github.com/inapack/inapack/controlplane/topology"
 	"github.com/inapack/inapack/kube/gang"
 	"github.com/inapack/inapack/kube/internal/kubetest"
 	"github.com/inapack/inapack/kube/operator"
@@ -63,7 +56,7 @@ func (c *logCapture) report() (int, []string) {
 
 // TestRBACFinishesAGang: deploy/'s manifests applied as shipped to an API server with the RBAC
 // authorizer on; ina-kube-scheduler (kube-scheduler with NetPack, configured by the shipped
-// KubeSchedulerConfiguration, leader election and all) runs as the ina-kube-scheduler
+// KubeSchedulerConfiguration, its own leader election on its Lease and all) runs as the ina-kube-scheduler
 // ServiceAccount and the operator as ina-operator (the admin impersonates each account, so RBAC
 // judges every request as theirs). A gang is placed, installed on the switch controller, bound;
 // when its workers succeed the job leaves the controller, the PS is deleted and every finalizer
@@ -77,64 +70,22 @@ func TestRBACFinishesAGang(t *testing.T) {
 	klog.SetLogger(lg)
 	t.Cleanup(klog.ClearLogger)
 
-	api := kubetest.StartAPI(t)
-	// The scheduler reads the gang forms' objects where their CRDs are installed (gang/forms.go),
-	// as its account: its start fails if that may not list and watch them.
-	kubetest.InstallCRDs(t, api, kubetest.CoschedulingCRD, kubetest.JobSetCRD)
-	dyn, err := dynamic.NewForConfig(api.Config)
-	kubetest.Fatal(t, err)
-	a := dryRunApplier{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(api.Client.Discovery())), commit: true}
-	objs := render(t, "../../deploy")
-	slices.SortStableFunc(objs, func(x, y *unstructured.Unstructured) int {
-		return btoi(y.GetKind() == "Namespace") - btoi(x.GetKind() == "Namespace")
-	})
-	for _, o := range objs {
-		kubetest.Fatal(t, a.apply(ctx, o))
+	c := deployed(t)
+	api, sc := c.api, c.sc
+	// Both with leader election as shipped: the scheduler on its own Lease (kube-scheduler's
+	// elector; StartElectedScheduler stops instead of exiting the process), the operator on its.
+	s := kubetest.StartElectedScheduler(ctx, t, c.schedulerConfig(t, api.KubeconfigAs(t, "inapack-system", "ina-kube-scheduler"), 0),
+		app.WithPlugin(plugin.Name, plugin.New))
+	o := c.startOperator(t, api.As("inapack-system", "ina-operator"), 0, &lg)
+	select {
+	case <-s.Leading():
+	case <-time.After(60 * time.Second):
+		t.Fatal("the scheduler does not lead within 60s (its Lease)")
 	}
-
-	topoCM := find(objs, "ConfigMap", "inapack-topology")
-	raw, _, _ := unstructured.NestedString(topoCM.Object, "data", "topology.json")
-	topo, err := topology.Parse("deploy/operator/topology.json", []byte(raw))
-	kubetest.Fatal(t, err)
-	nodes, err := kubetest.NodesFromTopology(topo)
-	kubetest.Fatal(t, err)
-	kubetest.Fatal(t, kubetest.CreateNodes(ctx, api.Client, nodes))
-	sc := kubetest.StartSwitchController(ctx, t, topo, "rbac-test-token")
-
-	// The scheduler with the shipped configuration, its client the ServiceAccount's.
-	var schedCfg map[string]any
-	schedCM := find(objs, "ConfigMap", "ina-kube-scheduler-config")
-	if schedCM == nil {
-		t.Fatal("deploy/ renders no ConfigMap ina-kube-scheduler-config*")
-	}
-	for _, v := range schedCM.Object["data"].(map[string]any) {
-		kubetest.Fatal(t, yaml.Unmarshal([]byte(v.(string)), &schedCfg))
-	}
-	// kube-scheduler exits the process when it stops leading, so in a test it runs without leader
-	// election; its account's Lease rights are checked by hand below, on the shipped lease.
-	le, _ := schedCfg["leaderElection"].(map[string]any)
-	leaseNS, _ := le["resourceNamespace"].(string)
-	leaseName, _ := le["resourceName"].(string)
-	schedCfg["leaderElection"] = map[string]any{"leaderElect": false}
-	schedCfg["clientConnection"] = map[string]any{"kubeconfig": api.KubeconfigAs(t, "inapack-system", "ina-kube-scheduler"), "qps": 200, "burst": 400}
-	b, err := yaml.Marshal(schedCfg)
-	kubetest.Fatal(t, err)
-	kubetest.StartScheduler(ctx, t, string(b), app.WithPlugin(plugin.Name, plugin.New))
-
-	o, err := operator.Start(ctx, api.As("inapack-system", "ina-operator"), operator.Config{Controller: sc.Client,
-		Topology: types.NamespacedName{Namespace: "inapack-system", Name: "inapack-topology"}, LeaderElection: true,
-		LeaderElectionNamespace: "inapack-system", SyncInterval: time.Second, MaxRetryDelay: time.Second, Logger: &lg})
-	kubetest.Fatal(t, err)
 	defer o.Stop()
 
 	schedCS := kubernetes.NewForConfigOrDie(api.As("inapack-system", "ina-kube-scheduler"))
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: leaseNS, Name: leaseName}}
-	if lease, err = schedCS.CoordinationV1().Leases(leaseNS).Create(ctx, lease, metav1.CreateOptions{}); err != nil {
-		t.Errorf("the scheduler's account cannot create its lease %s/%s: %v", leaseNS, leaseName, err)
-	} else if _, err = schedCS.CoordinationV1().Leases(leaseNS).Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
-		t.Errorf("the scheduler's account cannot renew its lease %s/%s: %v", leaseNS, leaseName, err)
-	}
-	if _, err := schedCS.CoordinationV1().Leases(leaseNS).Get(ctx, operator.Name, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+	if _, err := schedCS.CoordinationV1().Leases("inapack-system").Get(ctx, operator.Name, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("the scheduler's account read the operator's lease (err %v)", err)
 	}
 	opCS := kubernetes.NewForConfigOrDie(api.As("inapack-system", "ina-operator"))
@@ -142,8 +93,6 @@ func TestRBACFinishesAGang(t *testing.T) {
 		t.Errorf("the operator's account listed Secrets (err %v): the API server does not judge it by RBAC", err)
 	}
 
-	_, err = api.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ml"}}, metav1.CreateOptions{})
-	kubetest.Fatal(t, err)
 	j := kubetest.Job{Namespace: "ml", Name: "mlp", Workers: 2, GPUsPerWorker: 2, Model: "vgg16", PodGroup: true, SchedulerName: "inapack-scheduler"}
 	kubetest.Fatal(t, kubetest.Submit(ctx, api.Client, j))
 	bound, err := kubetest.WaitBound(ctx, api.Client, j, 90*time.Second)
@@ -152,6 +101,25 @@ func TestRBACFinishesAGang(t *testing.T) {
 		t.Fatalf("%v; forbidden in the logs: %q", err, f)
 	}
 	t.Logf("gang bound: %v", bound)
+	if h := c.leaseHolder("ina-kube-scheduler"); h != s.Identity {
+		t.Errorf("Lease ina-kube-scheduler held by %q, want the scheduler %q", h, s.Identity)
+	}
+	if h := c.leaseHolder(operator.Name); h == "" {
+		t.Errorf("Lease %s held by no one", operator.Name)
+	}
+	// Both components' conditions reach the PodGroup as their accounts.
+	c.waitFor(t, "the PodGroup's conditions", 20*time.Second, func() (bool, string) {
+		pg, err := api.Client.SchedulingV1beta1().PodGroups("ml").Get(ctx, "mlp", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, typ := range []string{gang.PlannedCondition, gang.SwitchJobInstalledCondition} {
+			if !meta.IsStatusConditionTrue(pg.Status.Conditions, typ) {
+				return false, fmt.Sprintf("%s not True: %+v", typ, pg.Status.Conditions)
+			}
+		}
+		return true, ""
+	})
 	jobs, err := sc.Client.Jobs(ctx)
 	kubetest.Fatal(t, err)
 	if len(jobs) != 1 || jobs[0].Owner != operator.Name {

@@ -79,14 +79,15 @@ func controllerErr(err error, format string, args ...any) error {
 func (r *reconciler) failed(ctx context.Context, pods []*v1.Pod, action, id string, err error) error {
 	var rf *refusal
 	if errors.As(err, &rf) {
-		r.report(ctx, pods, v1.ConditionFalse, rf.reason, action, fmt.Sprintf("plan %s: %v", id, err))
+		r.report(ctx, pods, id, v1.ConditionFalse, rf.reason, action, fmt.Sprintf("plan %s: %v", id, err))
 	}
 	return err
 }
 
-// report sets InstalledCondition on each pod and records an event (Warning unless the status
-// is True or the reason Removed).
-func (r *reconciler) report(ctx context.Context, pods []*v1.Pod, status v1.ConditionStatus, reason, action, msg string) {
+// report sets InstalledCondition on each pod of plan id and records an event (Warning unless the
+// status is True or the reason Removed); the same on the gang's PodGroup, and in the metrics.
+func (r *reconciler) report(ctx context.Context, pods []*v1.Pod, id string, status v1.ConditionStatus, reason, action, msg string) {
+	r.obs.reported(ctx, pods, id, status, reason, action, msg)
 	kind := v1.EventTypeWarning
 	if status == v1.ConditionTrue || reason == ReasonRemoved {
 		kind = v1.EventTypeNormal

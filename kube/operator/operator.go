@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
@@ -24,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -69,6 +69,15 @@ type Config struct {
 	// MaxRetryDelay caps the delay before a failed reconcile is retried (default 30s; the delay
 	// doubles from 100ms per failure of the same gang).
 	MaxRetryDelay time.Duration
+	// MetricsBindAddress serves the operator's Prometheus metrics (and controller-runtime's) at
+	// /metrics ("" or "0": off). An address other than loopback needs MetricsSecure.
+	MetricsBindAddress string
+	// MetricsSecure serves them over HTTPS (a self-signed certificate) to requests whose bearer
+	// token the API server authenticates and authorizes for get on /metrics.
+	MetricsSecure bool
+	// LeaseDuration is the leader-election lease (default 15s; a standby takes over this long
+	// after the leader stopped renewing it). RenewDeadline and RetryPeriod follow from it.
+	LeaseDuration time.Duration
 	// Logger (default klog's). The first operator started also gives it to controller-runtime's
 	// global logger, which parts of controller-runtime log to whatever a manager is given.
 	Logger *logr.Logger
@@ -157,9 +166,18 @@ func Start(ctx context.Context, rc *rest.Config, cfg Config) (*Operator, error) 
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	opts := ctrl.Options{Scheme: scheme, Logger: *cfg.Logger, Metrics: metricsserver.Options{BindAddress: "0"},
+	metrics, err := metricsServer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Controller = counted{cfg.Controller}
+	opts := ctrl.Options{Scheme: scheme, Logger: *cfg.Logger, Metrics: metrics,
 		HealthProbeBindAddress: "0", LeaderElection: cfg.LeaderElection, LeaderElectionID: Name,
 		LeaderElectionNamespace: cfg.LeaderElectionNamespace}
+	if d := cfg.LeaseDuration; d > 0 {
+		renew, retry := d*2/3, d/6
+		opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = &d, &renew, &retry
+	}
 	if cfg.Namespace != "" {
 		opts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}}}
 	}
@@ -170,8 +188,13 @@ func Start(ctx context.Context, rc *rest.Config, cfg Config) (*Operator, error) 
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1.Pod{}, planIndex, plansOf); err != nil {
 		return nil, fmt.Errorf("operator: indexing pods by plan: %w", err)
 	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("operator: %w", err)
+	}
 	r := &reconciler{cfg: cfg, client: mgr.GetClient(), api: mgr.GetAPIReader(), events: mgr.GetEventRecorder(Name),
 		allocs: map[string]allocation{}}
+	r.obs = &observer{cs: cs, events: r.events}
 	enqueue := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		var out []reconcile.Request
 		for _, p := range plansOf(o) {

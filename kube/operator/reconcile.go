@@ -32,6 +32,7 @@ type reconciler struct {
 	client client.Client // cached reads
 	api    client.Reader // uncached: the topology ConfigMap
 	events events.EventRecorder
+	obs    *observer // metrics and PodGroup conditions (observe.go)
 	// allocs are the allocations this process made, until their job is removed: the cache may not
 	// show the annotations that record them yet when the next plan is allocated.
 	allocs map[string]allocation
@@ -59,6 +60,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	slices.SortFunc(planned, func(a, b *v1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	if len(members)+len(planned) == 0 {
+		r.obs.forget(id)
+	}
 	if len(members) > 0 {
 		return r.follow(ctx, id, members, planned)
 	}
@@ -149,7 +153,7 @@ func (r *reconciler) complete(ctx context.Context, pl *plan, topo *topology.Topo
 			"switch job %d on %v (slots %d..%d, priority cap %d, INA %v)", a.SwitchJob, a.Switches, a.SlotBase,
 			a.SlotBase+a.Window-1, pl.priorityCap(), pl.ina)
 	}
-	r.report(ctx, pods, v1.ConditionTrue, ReasonInstalled, "Install", fmt.Sprintf("plan %s: switch job %d on %v (slots %d..%d)",
+	r.report(ctx, pods, pl.id, v1.ConditionTrue, ReasonInstalled, "Install", fmt.Sprintf("plan %s: switch job %d on %v (slots %d..%d)",
 		pl.id, a.SwitchJob, a.Switches, a.SlotBase, a.SlotBase+a.Window-1))
 	log.FromContext(ctx).Info("plan installed", "plan", pl.id, "switchJob", a.SwitchJob)
 	return reconcile.Result{}, nil
@@ -248,7 +252,7 @@ func (r *reconciler) remove(ctx context.Context, id string, members, planned []*
 		return reconcile.Result{}, r.failed(ctx, members, "Remove", id,
 			controllerErr(err, "ended (%s); removing switch job %d", reason, a.SwitchJob))
 	}
-	r.report(ctx, members, v1.ConditionFalse, ReasonRemoved, "Remove", fmt.Sprintf("plan %s: switch job %d removed: %s", id, a.SwitchJob, reason))
+	r.report(ctx, members, id, v1.ConditionFalse, ReasonRemoved, "Remove", fmt.Sprintf("plan %s: switch job %d removed: %s", id, a.SwitchJob, reason))
 	for _, p := range planned {
 		if p.DeletionTimestamp != nil || terminal(p) || !doomed(p) {
 			continue

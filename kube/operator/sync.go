@@ -154,7 +154,7 @@ func (r *reconciler) reinstall(ctx context.Context, plan types.NamespacedName, i
 	for _, p := range pl.pods() {
 		r.events.Eventf(p, nil, v1.EventTypeNormal, "INAReinstalled", "Reinstall", "%s", msg)
 	}
-	r.report(ctx, pl.pods(), v1.ConditionTrue, ReasonInstalled, "Reinstall", fmt.Sprintf("plan %s: %s", plan.Name, msg))
+	r.report(ctx, pl.pods(), plan.Name, v1.ConditionTrue, ReasonInstalled, "Reinstall", fmt.Sprintf("plan %s: %s", plan.Name, msg))
 	log.FromContext(ctx).Info("added a running gang's switch job again", "plan", plan.Name, "switchJob", id)
 	return nil
 }

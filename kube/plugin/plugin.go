@@ -50,8 +50,11 @@ type NetPack struct {
 
 	mu    sync.Mutex
 	plans map[gang.Key]*attempt
-	// refused is the last refusal written onto each pod (refuse writes a new one only).
-	refused map[types.UID]string
+	// refused is the last refusal written onto each pod (refuse writes a new one only), under its
+	// own lock: attemptFor refuses while it holds mu.
+	refusedMu sync.Mutex
+	refused   map[types.UID]string
+	status    groupStatus // the gangs' conditions on their PodGroups (observe.go)
 }
 
 // mutation breaks the gang logic on purpose, for the mutation check only (mutation_test.go sets
@@ -144,6 +147,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, err
 	}
 	p.group = group
+	registerPluginMetrics()
 	klog.FromContext(ctx).Info("NetPack plugin", "policy", p.cfg.Policy, "podGroups", p.group.Enabled(), "coschedulingPodGroups", served(p.group, gang.FormCoscheduling), "jobSets", served(p.group, gang.FormJobSet))
 	return p, nil
 }
@@ -190,16 +194,17 @@ func (p *NetPack) collect(pod *v1.Pod) (*gang.Gang, error) {
 // the queue) and a Warning event. Asynchronous (PreEnqueue runs under the queue's lock), once per
 // pod and message.
 func (p *NetPack) refuse(ctx context.Context, pod *v1.Pod, why string) {
-	p.mu.Lock()
+	p.refusedMu.Lock()
 	if p.refused[pod.UID] == why {
-		p.mu.Unlock()
+		p.refusedMu.Unlock()
 		return
 	}
 	if len(p.refused) >= 10000 {
 		p.refused = map[types.UID]string{} // deleted pods' entries; a pod still refused gets one more write
 	}
 	p.refused[pod.UID] = why
-	p.mu.Unlock()
+	p.refusedMu.Unlock()
+	p.refusedGang(ctx, pod, why)
 	p.h.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, "NetPackGangRefused", "Scheduling", "%s", why)
 	go func() {
 		st := pod.Status.DeepCopy()
@@ -218,7 +223,8 @@ func (p *NetPack) refuse(ctx context.Context, pod *v1.Pod, why string) {
 
 // PreEnqueue keeps a gang's pods out of the queue until all of them exist.
 func (p *NetPack) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
-	if _, ok := gang.KeyOf(pod); !ok {
+	key, ok := gang.KeyOf(pod)
+	if !ok {
 		return nil
 	}
 	if mutation.preEnqueueAdmits {
@@ -227,6 +233,8 @@ func (p *NetPack) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	if _, err := p.collect(pod); err != nil {
 		if !errors.Is(err, gang.ErrIncomplete) {
 			p.refuse(context.WithoutCancel(ctx), pod, err.Error())
+		} else {
+			p.waitsFor(key, waitIncomplete)
 		}
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
@@ -294,6 +302,7 @@ func (p *NetPack) attemptFor(ctx context.Context, key gang.Key, pod *v1.Pod, nod
 		}
 		klog.FromContext(ctx).Info("NetPack abandons a gang's plan whole; none of its pods is bound", "gang", key.String(), "id", saved.ID, "why", why)
 	}
+	start := time.Now()
 	var ns []*v1.Node
 	var assigned []*v1.Pod
 	refused := map[string]string{}
@@ -329,6 +338,7 @@ func (p *NetPack) attemptFor(ctx context.Context, key gang.Key, pod *v1.Pod, nod
 			first := slices.Sorted(maps.Keys(refused))[0]
 			msg += fmt.Sprintf(" (%d nodes refused, e.g. %s)", len(refused), refused[first])
 		}
+		p.planMade(context.WithoutCancel(ctx), key, start, nil, msg)
 		return nil, fwk.NewStatus(code, msg)
 	}
 	for _, why := range plan.Why {
@@ -339,6 +349,7 @@ func (p *NetPack) attemptFor(ctx context.Context, key gang.Key, pod *v1.Pod, nod
 		p.h.EventRecorder().Eventf(g.PS, nil, v1.EventTypeWarning, reason, "Scheduling", "gang %s: %s", key, why)
 	}
 	klog.FromContext(ctx).Info("NetPack planned a gang", "gang", key.String(), "plan", plan.String(), "id", plan.ID, "refusedNodes", len(refused))
+	p.planMade(context.WithoutCancel(ctx), key, start, plan, "")
 	a := newAttempt(plan, g)
 	p.plans[key] = a
 	return a, nil
@@ -509,6 +520,7 @@ func (p *NetPack) PreBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ 
 		return nil
 	}
 	timeout := dur(p.args.ReadyTimeout, time.Minute)
+	p.waitsFor(key, waitSwitchJob)
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		if err := gone(); err != nil {
 			return false, err
@@ -549,6 +561,8 @@ func (p *NetPack) PostBind(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ s
 		a.bound.Insert(pod.UID)
 		if a.bound.Len() == len(a.plan.Node) {
 			delete(p.plans, key)
+			gangsBound.Inc()
+			p.waitsFor(key, "")
 		}
 	}
 }

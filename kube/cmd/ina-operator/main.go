@@ -42,9 +42,14 @@ func main() {
 		"(default "+operator.Name+", or "+operator.Name+"/NAMESPACE with --namespace; give each operator sharing a controller its own)")
 	syncEvery := flag.Duration("sync-interval", 30*time.Second, "how often running gangs are compared with the switch controller's jobs")
 	maxRetry := flag.Duration("max-retry-delay", 30*time.Second, "the longest a failed step waits before it is tried again")
+	metricsAddr := flag.String("metrics-bind-address", "127.0.0.1:8080", "serve Prometheus metrics at this address's /metrics (0: off); "+
+		"an address other than loopback needs --metrics-secure")
+	metricsSecure := flag.Bool("metrics-secure", false, "serve the metrics over HTTPS to requests whose bearer token the API server "+
+		"authorizes for get on /metrics (TokenReview, SubjectAccessReview)")
 	flag.Parse()
 	cfg := operator.Config{TopologyKey: *topoKey, Window: *window, Iface: *iface, MasterPortBase: *masterPort, Namespace: *namespace, LeaderElection: *leader,
-		LeaderElectionNamespace: *leaderNS, Owner: *owner, SyncInterval: *syncEvery, MaxRetryDelay: *maxRetry}
+		LeaderElectionNamespace: *leaderNS, Owner: *owner, SyncInterval: *syncEvery, MaxRetryDelay: *maxRetry,
+		MetricsBindAddress: *metricsAddr, MetricsSecure: *metricsSecure}
 	if err := run(*ctlAddr, *ctlToken, *ctlCA, *topo, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "ina-operator:", err)
 		os.Exit(1)
