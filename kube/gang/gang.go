@@ -205,7 +205,7 @@ func (v *View) Place(cfg Config, g *Gang, id string) (*Plan, error) {
 		}
 	}
 	slices.SortFunc(running, func(a, b netpack.Placement) int { return strings.Compare(a.Job.ID, b.Job.ID) })
-	j := &netpack.Job{ID: g.Key.String(), GPUs: g.GPUs(), Model: g.Model, Iterations: 1}
+	j := &netpack.Job{ID: g.Key.String(), GPUs: g.GPUs(), Model: g.Model, Iterations: 1, PSMaxGPUs: g.PSMaxGPUs()}
 	if j.GPUs > v.Cluster.TotalGPUs() {
 		return nil, fmt.Errorf("%w: gang %s needs %d GPUs, the cluster has %d", ErrNoFit, g.Key, j.GPUs, v.Cluster.TotalGPUs())
 	}
@@ -251,6 +251,7 @@ func (v *View) Place(cfg Config, g *Gang, id string) (*Plan, error) {
 		// One worker reaches the PS over its node's private link; the others would have to reach
 		// it through the switch port the PS itself is behind, which no switch sends a packet back
 		// out of. The PS moves to a node with one worker of the gang, else to one with none.
+		// NetPack's own placer honours the job's PSMaxGPUs and never gets here; the baselines may.
 		ps, ok := v.psNode(p, byMachine)
 		if !ok {
 			return nil, fmt.Errorf("%w: %s puts gang %s's PS on node %s with %d of its worker pods, and no node has one or none of them",
