@@ -91,6 +91,9 @@ func (e *Extender) holdForGang(ctx context.Context, pod *v1.Pod, key gang.Key, n
 	})
 	if err != nil {
 		e.drop(key, a)
+		if wait.Interrupted(err) {
+			return fmt.Errorf("gang %s: the operator did not install plan %s on the switches within %v: %w", key, a.plan.ID, e.cfg.ReadyTimeout, err)
+		}
 		return fmt.Errorf("gang %s: plan %s not bound: %w", key, a.plan.ID, err)
 	}
 	return nil
