@@ -214,3 +214,52 @@ func TestExtenderPlannedNodeDeletedBeforeBind(t *testing.T) {
 	}
 	t.Logf("bound after the deletion: %v", got)
 }
+
+// TestExtenderBrokenPlanRefusedAfterRestart: the extender restarts with two of a gang's pods bound,
+// and the node its plan gives another pod is deleted meanwhile; the new extender cannot resume
+// the plan and may not plan the bound pods anew, so it refuses the gang (gang.ErrBrokenPlan, on
+// the pending pods' condition) and binds none of the rest.
+func TestExtenderBrokenPlanRefusedAfterRestart(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	api := kubetest.StartAPI(t)
+	fourNodes(ctx, t, api.Client)
+	s := startServer(ctx, t, api)
+	s.scheduler(ctx)
+	j := kubetest.Job{Namespace: "default", Name: "b", Workers: 3, GPUsPerWorker: 2, Model: "vgg16", PodGroup: true}
+	kubetest.Fatal(t, kubetest.Submit(ctx, api.Client, j))
+	planned := waitPlanned(ctx, t, api.Client, j)
+	id := planned[0].Annotations[gang.PlanAnnotation]
+	plan := map[string]string{}
+	for _, p := range planned {
+		plan[p.Name] = p.Annotations[gang.NodeAnnotation]
+	}
+	for _, name := range []string{"b-ps", "b-worker-0"} {
+		p, err := api.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		kubetest.Fatal(t, err)
+		kubetest.Fatal(t, gang.Annotate(ctx, api.Client, p, map[string]string{gang.ReadyAnnotation: id}))
+	}
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		b, err := kubetest.Bound(ctx, api.Client, j)
+		return err == nil && len(b) == 2, err
+	})
+	kubetest.Fatal(t, err)
+	s.stop()
+	gone := plan["b-worker-2"]
+	if gone == plan["b-ps"] || gone == plan["b-worker-0"] {
+		gone = plan["b-worker-1"]
+	}
+	kubetest.Fatal(t, api.Client.CoreV1().Nodes().Delete(ctx, gone, metav1.DeleteOptions{}))
+	t.Logf("plan %s %v; deleted %s while the extender was down", id, plan, gone)
+	s.start(ctx)
+	go readyAll(ctx, api.Client, j)
+	why, err := kubetest.WaitPending(ctx, api.Client, j, gang.ErrBrokenPlan.Error(), 30*time.Second)
+	kubetest.Fatal(t, err)
+	t.Logf("pending: %s", why)
+	time.Sleep(2 * time.Second)
+	b, err := kubetest.Bound(ctx, api.Client, j)
+	kubetest.Fatal(t, err)
+	if len(b) != 2 {
+		t.Errorf("bound %v; want only the two bound before the restart", b)
+	}
+}
