@@ -9,6 +9,26 @@ type Job struct {
 	Model      Model   `json:"model" yaml:"model"`
 	Iterations int     `json:"iterations" yaml:"iterations"`
 	Submit     float64 `json:"submit,omitempty" yaml:"submit,omitempty"` // seconds from trace start
+	// PSMaxGPUs, if positive, caps the job's GPUs on its PS's machine: NetPack's placer puts the
+	// PS only on a machine holding at most that many of them, or none. A job run as worker
+	// processes of PSMaxGPUs GPUs or more, several to a machine (Kubernetes pods), sets it to
+	// their smallest: only one of them can reach a PS on its own machine, over the machine's
+	// private link; the others would have to reach it through the switch port the PS is behind.
+	// 0 (the default) is no cap: one worker per machine.
+	PSMaxGPUs int `json:"psMaxGPUs,omitempty" yaml:"psMaxGPUs,omitempty"`
+}
+
+// PSAllowed says whether machine m may host the PS of j with workers ws (PSMaxGPUs).
+func (j *Job) PSAllowed(ws []Worker, m MachineID) bool {
+	if j.PSMaxGPUs <= 0 {
+		return true
+	}
+	for _, w := range ws {
+		if w.Machine == m {
+			return w.GPUs <= j.PSMaxGPUs
+		}
+	}
+	return true
 }
 
 // Validate checks a job against the cluster it is meant for: an impossible job (more GPUs than
@@ -22,6 +42,9 @@ func (j *Job) Validate(c *Cluster) error {
 	}
 	if j.Iterations <= 0 {
 		return fmt.Errorf("job %s: iterations must be positive, got %d", j.ID, j.Iterations)
+	}
+	if j.PSMaxGPUs < 0 {
+		return fmt.Errorf("job %s: psMaxGPUs must be 0 (no cap) or positive, got %d", j.ID, j.PSMaxGPUs)
 	}
 	if j.Submit < 0 || j.Submit != j.Submit || j.Submit > 1e15 {
 		return fmt.Errorf("job %s: submit must be a time >= 0 in seconds, got %v", j.ID, j.Submit)

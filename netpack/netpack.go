@@ -141,16 +141,19 @@ func (w *npWork) place(j *Job) (Placement, bool) {
 	g := j.GPUs
 	// A job that fits one machine needs no network: best fit (fewest free GPUs left), lowest id.
 	best := bestFit(w.free, g)
-	if best >= 0 {
-		return Placement{Job: j, Workers: []Worker{{Machine: best, GPUs: g}}, PS: best, INA: !w.noINA}, true
+	one := []Worker{{Machine: best, GPUs: g}}
+	if best >= 0 && j.PSAllowed(one, best) {
+		return Placement{Job: j, Workers: one, PS: best, INA: !w.noINA}, true
 	}
+	d := j.Model.scoreDemand()
 	if g > maxDPGPUs {
 		if ws := spreadFullest(w.free, g); ws != nil {
-			return Placement{Job: j, Workers: ws, PS: ws[0].Machine, INA: !w.noINA}, true
+			if ps, ok := w.firstPS(j, ws, d); ok {
+				return Placement{Job: j, Workers: ws, PS: ps, INA: !w.noINA}, true
+			}
 		}
 		return Placement{}, false
 	}
-	d := j.Model.scoreDemand()
 	var bestP Placement
 	var bestPred prediction
 	bestV := math.Inf(-1)
@@ -168,12 +171,17 @@ func (w *npWork) place(j *Job) (Placement, bool) {
 			}
 		}
 	}
+	if best >= 0 {
+		// The job fits one machine but its PS may not share it (PSMaxGPUs): the PS goes to another
+		// machine of the rack, weighed against spreading the workers.
+		consider(one, w.psCandidates(j, one, w.racksOf(one), d))
+	}
 	// Locality packing first (what the best baselines do): ties keep the earlier candidate, so
 	// NetPack departs from packing only where its estimate, with the fragmentation price, says
 	// another machine set is better.
 	if !w.v1 {
 		if ws := packLocal(w.c, w.free, w.rackFree, g); ws != nil {
-			consider(ws, w.psCandidates(ws, w.racksOf(ws), d))
+			consider(ws, w.psCandidates(j, ws, w.racksOf(ws), d))
 		}
 	}
 	// Single rack: the DP gives the best machine set for each flow count; the PS goes in the rack.
@@ -182,22 +190,41 @@ func (w *npWork) place(j *Job) (Placement, bool) {
 		dp := w.newRackDP(r, g, d)
 		for n := 1; n < len(dp.val); n++ {
 			if ws := dp.workers(n, g); ws != nil {
-				consider(ws, w.psCandidates(ws, []int{r}, d))
+				consider(ws, w.psCandidates(j, ws, []int{r}, d))
 			}
 		}
 	}
 	if bestP.Job == nil || bestPred.flow < d*(1-1e-9) || bestPred.harm > 0 {
 		if ws, rs := w.multiRack(g, d); ws != nil {
-			consider(ws, w.psCandidates(ws, rs, d))
+			consider(ws, w.psCandidates(j, ws, rs, d))
 		}
 	}
 	if bestP.Job == nil {
 		// More GPUs than the DP's candidate machines hold: spread over the fullest machines.
 		if ws := spreadFullest(w.free, g); ws != nil {
-			return Placement{Job: j, Workers: ws, PS: ws[0].Machine, INA: !w.noINA}, true
+			if ps, ok := w.firstPS(j, ws, d); ok {
+				return Placement{Job: j, Workers: ws, PS: ps, INA: !w.noINA}, true
+			}
 		}
 	}
 	return bestP, bestP.Job != nil
+}
+
+// firstPS is the PS of a spread placement: its first machine, else (PSMaxGPUs) the first of
+// psCandidates, else any machine allowed.
+func (w *npWork) firstPS(j *Job, ws []Worker, d float64) (MachineID, bool) {
+	if j.PSAllowed(ws, ws[0].Machine) {
+		return ws[0].Machine, true
+	}
+	if c := w.psCandidates(j, ws, w.racksOf(ws), d); len(c) > 0 {
+		return c[0], true
+	}
+	for m := range w.c.Machines {
+		if j.PSAllowed(ws, MachineID(m)) {
+			return MachineID(m), true
+		}
+	}
+	return 0, false
 }
 
 // spreadFullest takes GPUs from the machines with the most free GPUs (ties: lowest id).
@@ -236,10 +263,13 @@ func (w *npWork) racksBy(less func(a, b int) bool, keep func(int) bool) []int {
 }
 
 // psCandidates are the worker machines with the most GPUs (colocation saves their stream) and
-// the machine with the most spare NIC in each worker rack.
-func (w *npWork) psCandidates(ws []Worker, racks []int, d float64) []MachineID {
+// the machine with the most spare NIC in each worker rack, of those j.PSAllowed.
+func (w *npWork) psCandidates(j *Job, ws []Worker, racks []int, d float64) []MachineID {
 	order := slices.Clone(ws)
 	slices.SortStableFunc(order, func(a, b Worker) int { return b.GPUs - a.GPUs })
+	if j.PSMaxGPUs > 0 {
+		order = slices.DeleteFunc(order, func(wk Worker) bool { return !j.PSAllowed(ws, wk.Machine) })
+	}
 	var out []MachineID
 	for _, wk := range order[:min(len(order), psWorkerCandidates)] {
 		out = append(out, wk.Machine)
@@ -248,6 +278,9 @@ func (w *npWork) psCandidates(ws []Worker, racks []int, d float64) []MachineID {
 		rk := &w.c.Racks[r]
 		best, bestSpare := MachineID(-1), math.Inf(-1)
 		for m := rk.First; m < rk.First+MachineID(rk.Count); m++ {
+			if !j.PSAllowed(ws, m) {
+				continue
+			}
 			res := w.est.x.nic(m)
 			if s := w.est.cap[res] - w.est.load[res]; s > bestSpare {
 				best, bestSpare = m, s

@@ -64,9 +64,23 @@ type attempt struct {
 	plan    *gang.Plan
 	pods    map[types.UID]*v1.Pod // the gang's pods, as planned
 	made    time.Time
-	arrived sets.Set[types.UID] // pods that reached bind
+	arrived sets.Set[types.UID] // pods that reached bind, and those bound before the try resumed
 	all     chan struct{}       // closed once every pod reached bind
 	dropped chan struct{}       // closed when the try is given up
+	written sync.Once           // the plan is written onto every pod of the gang, once
+	err     error               // of the writing
+}
+
+func newAttempt(plan *gang.Plan, g *gang.Gang) *attempt {
+	a := &attempt{plan: plan, pods: map[types.UID]*v1.Pod{}, made: time.Now(), arrived: sets.New[types.UID](),
+		all: make(chan struct{}), dropped: make(chan struct{})}
+	for _, p := range g.Pods() {
+		a.pods[p.UID] = p
+		if p.Spec.NodeName != "" {
+			a.arrived.Insert(p.UID)
+		}
+	}
+	return a
 }
 
 // New starts informers on cs and returns the extender once they have synced.
@@ -193,7 +207,7 @@ func (e *Extender) nodeFor(pod *v1.Pod, key gang.Key, cands []string) (string, e
 	a := e.plans[key]
 	if a == nil {
 		var err error
-		if a, err = e.planLocked(pod, key, cands); err != nil {
+		if a, err = e.attemptLocked(pod, key, cands); err != nil {
 			return "", err
 		}
 	}
@@ -211,12 +225,10 @@ func (e *Extender) nodeFor(pod *v1.Pod, key gang.Key, cands []string) (string, e
 	return node, nil
 }
 
-// planLocked plans key's gang on the cluster the informers show, plus every other gang's planned
-// pods the API does not show bound yet. NetPack chooses only among nodes every pod of the gang may
-// go to (gang.Refusal: cordons, taints, affinity, CPU and memory) and that kube-scheduler's own
-// filters left as candidates for this pod (cands), so a plan it cannot follow is not made again
-// with the same inputs.
-func (e *Extender) planLocked(pod *v1.Pod, key gang.Key, cands []string) (*attempt, error) {
+// attemptLocked is a new try for key's gang: the plan its pods carry in the API (written before
+// the first of them was bound, by this extender before a restart: resumed whole while it still
+// fits, abandoned whole while none of its pods is bound), else a new plan.
+func (e *Extender) attemptLocked(pod *v1.Pod, key gang.Key, cands []string) (*attempt, error) {
 	all, err := e.pods.List(labels.Everything())
 	if err != nil {
 		return nil, err
@@ -240,6 +252,58 @@ func (e *Extender) planLocked(pod *v1.Pod, key gang.Key, cands []string) (*attem
 	if err != nil {
 		return nil, err
 	}
+	saved, err := gang.PlanOf(g)
+	if err != nil {
+		return nil, err
+	}
+	if saved != nil {
+		a := newAttempt(saved, g)
+		why := e.staleLocked(a, key, all)
+		if why == "" {
+			e.plans[key] = a
+			e.log.Info("NetPack resumes a gang's plan from its pods", "gang", key.String(), "id", saved.ID, "bound", a.arrived.Len())
+			return a, nil
+		}
+		if a.arrived.Len() > 0 {
+			return nil, fmt.Errorf("gang %s: %w: %s, and %d of its pods are bound", key, gang.ErrBrokenPlan, why, a.arrived.Len())
+		}
+		e.log.Info("NetPack abandons a gang's plan whole; none of its pods is bound", "gang", key.String(), "id", saved.ID, "why", why)
+	}
+	return e.planLocked(pod, g, all, cands)
+}
+
+// staleLocked says why a's plan can no longer be followed ("" if it can): a node of it is gone,
+// or has fewer GPUs free than the plan puts there (other pods, bound or planned, came first).
+func (e *Extender) staleLocked(a *attempt, key gang.Key, all []*v1.Pod) string {
+	need := map[string]int{}
+	for uid, n := range a.plan.Node {
+		need[n] += gang.PodGPUs(a.pods[uid])
+	}
+	used := map[string]int{}
+	for _, p := range e.assignedLocked(all, key) {
+		if k, ok := gang.KeyOf(p); !ok || k != key {
+			used[p.Spec.NodeName] += gang.PodGPUs(p)
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(need)) {
+		node, err := e.nodes.Get(n)
+		if err != nil {
+			return fmt.Sprintf("node %s of plan %s is gone", n, a.plan.ID)
+		}
+		if free := gang.GPUs(node.Status.Allocatable) - used[n]; free < need[n] {
+			return fmt.Sprintf("node %s has %d GPUs free, plan %s puts %d there", n, free, a.plan.ID, need[n])
+		}
+	}
+	return ""
+}
+
+// planLocked plans g on the cluster the informers show, plus every other gang's planned pods the
+// API does not show bound yet (all is every pod, pod's newest copy included). NetPack chooses
+// only among nodes every pod of the gang may go to (gang.Refusal: cordons, taints, affinity, CPU
+// and memory) and that kube-scheduler's own filters left as candidates for this pod (cands), so
+// a plan it cannot follow is not made again with the same inputs.
+func (e *Extender) planLocked(pod *v1.Pod, g *gang.Gang, all []*v1.Pod, cands []string) (*attempt, error) {
+	key := g.Key
 	nodes, err := e.nodes.List(labels.Everything())
 	if err != nil {
 		return nil, err
@@ -273,11 +337,7 @@ func (e *Extender) planLocked(pod *v1.Pod, key gang.Key, cands []string) (*attem
 		}
 		return nil, err
 	}
-	a := &attempt{plan: plan, pods: map[types.UID]*v1.Pod{}, made: time.Now(), arrived: sets.New[types.UID](),
-		all: make(chan struct{}), dropped: make(chan struct{})}
-	for _, p := range g.Pods() {
-		a.pods[p.UID] = p
-	}
+	a := newAttempt(plan, g)
 	e.plans[key] = a
 	e.log.Info("NetPack planned a gang", "gang", key.String(), "plan", plan.String(), "id", plan.ID)
 	for _, why := range plan.Why {

@@ -234,7 +234,7 @@ func (v *View) Place(cfg Config, g *Gang, id string) (*Plan, error) {
 		}
 	}
 	slices.SortFunc(running, func(a, b netpack.Placement) int { return strings.Compare(a.Job.ID, b.Job.ID) })
-	j := &netpack.Job{ID: g.Key.String(), GPUs: g.GPUs(), Model: g.Model, Iterations: 1}
+	j := &netpack.Job{ID: g.Key.String(), GPUs: g.GPUs(), Model: g.Model, Iterations: 1, PSMaxGPUs: g.PSMaxGPUs()}
 	if j.GPUs > v.Cluster.TotalGPUs() {
 		return nil, fmt.Errorf("%w: gang %s needs %d GPUs, the cluster has %d", ErrNoFit, g.Key, j.GPUs, v.Cluster.TotalGPUs())
 	}
@@ -263,7 +263,8 @@ func (v *View) Place(cfg Config, g *Gang, id string) (*Plan, error) {
 		// One worker reaches the PS over its node's private link; the others would have to reach
 		// it through the switch port the PS itself is behind, which no switch sends a packet back
 		// out of. The PS moves to a node with one worker of the gang, else to one with none; and
-		// to a node the PS pod may use.
+		// to a node the PS pod may use. NetPack's own placer honours the job's PSMaxGPUs and gets
+		// here only for a PS pod's own constraints; the baselines may for both.
 		why := fmt.Sprintf("%d worker pods of the gang share %s, and only one can reach a PS on its node", len(on), v.Nodes[p.PS])
 		if !psMay(p.PS) {
 			why = fmt.Sprintf("pod %s may not go to %s (its node selector, affinity, tolerations or requests)", g.PS.Name, v.Nodes[p.PS])

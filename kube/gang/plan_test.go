@@ -50,8 +50,9 @@ func TestPlanMembersAndResume(t *testing.T) {
 	if len(ranks) != 4 || pl.WorldSize != 4 {
 		t.Errorf("ranks %v, world size %d: want 4 distinct of 4", ranks, pl.WorldSize)
 	}
-	// NetPack puts the PS on a node with two of the pods; only one could reach it there (over the
-	// node's private link), so it moves to a node with none of them.
+	// Only one pod could reach a PS on its node (over the node's private link): NetPack, told so
+	// (PSMaxGPUs 1), puts the PS on a node with none of them (the plan's move does for the
+	// baselines).
 	if on := members[pl.PSNode]; len(on) > 0 || pl.Local != "" || pl.Node[g.PS.UID] != pl.PSNode || pl.Placement.PS != v.Machine[pl.PSNode] {
 		t.Errorf("PS on node %s (workers there: %v, local %q, placement's PS machine %d): want a node without workers of the gang",
 			pl.PSNode, on, pl.Local, pl.Placement.PS)

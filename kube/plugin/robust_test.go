@@ -435,13 +435,14 @@ func TestConcurrentGangs(t *testing.T) {
 
 // TestOneGPUWorkersShareNodes: a gang of 1-GPU worker pods on 2-GPU nodes is placed as NetPack
 // places its GPUs, two pods to a node, each with its member index on the node (0, 1) and a rank
-// of its own; the PS on a node without them.
+// of its own; the PS where NetPack puts it, told that a node may hold one pod of the gang at most
+// beside its PS (PSMaxGPUs 1), so the plan moves nothing.
 func TestOneGPUWorkersShareNodes(t *testing.T) {
 	ctx, api, topo := start(t)
 	svc, err := kubetest.NewService(topo)
 	kubetest.Fatal(t, err)
 	j := kubetest.Job{Namespace: "default", Name: "small", Workers: 4, GPUsPerWorker: 1, Model: "resnet50", PodGroup: true, SchedulerName: "inapack-scheduler"}
-	wantW, wantPS, err := svc.Place(kubetest.Job{Namespace: "default", Name: "small", Workers: 1, GPUsPerWorker: 4, Model: "resnet50"})
+	wantW, wantPS, err := svc.Place(j)
 	kubetest.Fatal(t, err)
 	kubetest.Fatal(t, kubetest.Submit(ctx, api.Client, j))
 	nodes, err := kubetest.WaitBound(ctx, api.Client, j, 30*time.Second)
@@ -482,11 +483,9 @@ func TestOneGPUWorkersShareNodes(t *testing.T) {
 	if len(ranks) != 4 {
 		t.Errorf("ranks %v: want 4 distinct", ranks)
 	}
-	// NetPack puts the PS on a node with two of the pods, where only one could reach it: it moves
-	// to a node with none.
-	if len(members[wantPS]) != 2 || len(members[psNode]) != 0 {
-		t.Errorf("PS on %s (worker pods there: %v); NetPack puts it on %s (%v): want it moved to a node without the gang's workers",
-			psNode, members[psNode], wantPS, members[wantPS])
+	if psNode != wantPS || len(members[psNode]) > 1 {
+		t.Errorf("PS on %s (worker pods there: %v); NetPack puts it on %s: want it there, with one of the gang's pods at most",
+			psNode, members[psNode], wantPS)
 	}
 	t.Logf("members by node %v, ps %s (NetPack's %s)", members, psNode, wantPS)
 }

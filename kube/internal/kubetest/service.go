@@ -32,7 +32,8 @@ func (s *Service) Place(j Job) (workers []string, ps string, err error) {
 	if !ok {
 		return nil, "", fmt.Errorf("model %s", j.Model)
 	}
-	nj := &netpack.Job{ID: j.Namespace + "/" + j.Name, GPUs: j.Workers * j.GPUsPerWorker, Model: md, Iterations: 1}
+	// PSMaxGPUs as gang.Gang.PSMaxGPUs gives the plugin's: several pods of a gang on a node.
+	nj := &netpack.Job{ID: j.Namespace + "/" + j.Name, GPUs: j.Workers * j.GPUsPerWorker, Model: md, Iterations: 1, PSMaxGPUs: j.GPUsPerWorker}
 	p, ok, _, err := scheduler.Plan(s.c.Model, s.running, "netpack", nj)
 	if err != nil || !ok {
 		return nil, "", fmt.Errorf("the service cannot place %s: ok=%v err=%v", j.Name, ok, err)
