@@ -199,12 +199,21 @@ var ErrNoFit = errors.New("NetPack cannot place the gang now")
 func (v *View) Place(cfg Config, g *Gang, id string) (*Plan, error) {
 	cfg = cfg.WithDefaults()
 	running := make([]netpack.Placement, 0, len(v.Running))
-	for k, p := range v.Running {
-		if k != g.Key {
-			running = append(running, p)
+	if v.sorted != nil {
+		id := g.Key.String()
+		for _, p := range v.sorted {
+			if p.Job.ID != id {
+				running = append(running, p)
+			}
 		}
+	} else {
+		for k, p := range v.Running {
+			if k != g.Key {
+				running = append(running, p)
+			}
+		}
+		slices.SortFunc(running, func(a, b netpack.Placement) int { return strings.Compare(a.Job.ID, b.Job.ID) })
 	}
-	slices.SortFunc(running, func(a, b netpack.Placement) int { return strings.Compare(a.Job.ID, b.Job.ID) })
 	j := &netpack.Job{ID: g.Key.String(), GPUs: g.GPUs(), Model: g.Model, Iterations: 1}
 	if j.GPUs > v.Cluster.TotalGPUs() {
 		return nil, fmt.Errorf("%w: gang %s needs %d GPUs, the cluster has %d", ErrNoFit, g.Key, j.GPUs, v.Cluster.TotalGPUs())
