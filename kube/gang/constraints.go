@@ -44,7 +44,21 @@ func (g *Gang) Refusal(n *v1.Node, free Free) string { return g.NodeFilter()(n, 
 
 // NodeFilter is Refusal for one gang and many nodes: the pods' requests and affinities are read
 // once.
-func (g *Gang) NodeFilter() func(n *v1.Node, free Free) string {
+func (g *Gang) NodeFilter() func(n *v1.Node, free Free) string { return g.nodeFilter().refusal }
+
+// nodeFilter is NodeFilter with what a caller needs to skip nodes it knows pass: with no pod of
+// the gang having a node selector or affinity (anyRule false), a node neither cordoned nor tainted
+// is refused only for want of CPU (milli-CPU) or memory.
+type nodeFilter struct {
+	refusal  func(n *v1.Node, free Free) string
+	cpu, mem int64
+	anyRule  bool
+}
+
+// plain: nothing on n but its CPU and memory can refuse a pod of a gang without node rules.
+func plain(n *v1.Node) bool { return !n.Spec.Unschedulable && len(n.Spec.Taints) == 0 }
+
+func (g *Gang) nodeFilter() nodeFilter {
 	type podRule struct {
 		p        *v1.Pod
 		affinity nodeaffinity.RequiredNodeAffinity
@@ -52,9 +66,11 @@ func (g *Gang) NodeFilter() func(n *v1.Node, free Free) string {
 	}
 	var rules []podRule
 	var cpu, mem int64
+	anyRule := false
 	for _, p := range g.Pods() {
 		rules = append(rules, podRule{p: p, affinity: nodeaffinity.GetRequiredNodeAffinity(p),
 			anyRule: len(p.Spec.NodeSelector) > 0 || (p.Spec.Affinity != nil && p.Spec.Affinity.NodeAffinity != nil)})
+		anyRule = anyRule || rules[len(rules)-1].anyRule
 		r := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
 		cpu, mem = max(cpu, r.Cpu().MilliValue()), max(mem, r.Memory().Value())
 	}
@@ -63,7 +79,7 @@ func (g *Gang) NodeFilter() func(n *v1.Node, free Free) string {
 	scheduling := func(t *v1.Taint) bool {
 		return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
 	}
-	return func(n *v1.Node, free Free) string {
+	return nodeFilter{cpu: cpu, mem: mem, anyRule: anyRule, refusal: func(n *v1.Node, free Free) string {
 		for _, r := range rules {
 			if n.Spec.Unschedulable && !corev1helpers.TolerationsTolerateTaint(logger, r.p.Spec.Tolerations, cordon, false) {
 				return fmt.Sprintf("node %s is cordoned (spec.unschedulable)", n.Name)
@@ -83,7 +99,7 @@ func (g *Gang) NodeFilter() func(n *v1.Node, free Free) string {
 			return fmt.Sprintf("node %s has %dm CPU and %d B memory free; a pod of gang %s requests %dm and %d B", n.Name, free.MilliCPU, free.Memory, g.Key, cpu, mem)
 		}
 		return ""
-	}
+	}}
 }
 
 // Exclude takes the nodes of refused (node name -> why) out of NetPack's choice: a refused node
