@@ -75,6 +75,8 @@ type View struct {
 	// sorted is Running's placements by job ID, where a Live made the view (Place need not
 	// sort them again for each gang).
 	sorted []netpack.Placement
+	// live made the view; its planner places on it (Live.plan).
+	live *Live
 }
 
 // GPUs is what a resource list holds of GPUResource.

@@ -30,13 +30,16 @@ type Live struct {
 	nodes  map[string]*liveNode
 	pods   map[types.UID]*livePod // pods bound or assumed on a node
 	gangs  map[Key]*liveGang
-	dirty  map[Key]bool // gangs whose placement is to be made again
-	stale  bool         // the layout is to be rebuilt
-	base   *View        // the layout; its machines' GPUs are what pods of no gang leave
-	byM    []*liveNode  // base's machine -> node
-	err    error        // the layout's (a bad NIC annotation, no node with GPUs)
-	sorted []netpack.Placement
+	dirty  map[Key]bool        // gangs whose placement is to be made again
+	stale  bool                // the layout is to be rebuilt
+	base   *View               // the layout; its machines' GPUs are what pods of no gang leave
+	byM    []*liveNode         // base's machine -> node
+	err    error               // the layout's (a bad NIC annotation, no node with GPUs)
+	sorted []netpack.Placement // base.Running's placements by job ID
 	synced []cache.InformerSynced
+	// gen counts the changes of base's machines (a rebuild, a machine's GPUs).
+	gen     uint64
+	planner *planner
 }
 
 // liveNode is a node and what the pods on it take of it. Pods may come before their node (the
@@ -296,6 +299,7 @@ func (l *Live) freeChanged(n *liveNode, before int) {
 	}
 	if m, ok := l.base.Machine[n.name]; ok {
 		l.base.Cluster.Machines[m].GPUs = now
+		l.gen++ // the planner's cluster is not the cluster any more
 	}
 }
 
@@ -315,7 +319,8 @@ func (l *Live) rebuild() {
 	}
 	l.base, l.err = layout(l.cfg, nodes, other)
 	l.stale = false
-	l.byM = nil
+	l.byM, l.sorted, l.planner = nil, nil, nil
+	l.gen++
 	if l.err != nil {
 		return
 	}
@@ -327,14 +332,23 @@ func (l *Live) rebuild() {
 	}
 }
 
-// refresh brings the running gangs' placements up to date (under mu).
+// refresh brings the running gangs' placements up to date (under mu): in place in the Running
+// map and the sorted list Views share, and in the planner's state.
 func (l *Live) refresh() {
 	if len(l.dirty) == 0 {
 		return
 	}
-	running := maps.Clone(l.base.Running)
+	running := l.base.Running
+	byID := func(p netpack.Placement, id string) int { return strings.Compare(p.Job.ID, id) }
 	for k := range l.dirty {
-		delete(running, k)
+		id := k.String()
+		if _, had := running[k]; had {
+			delete(running, k)
+			if i, ok := slices.BinarySearchFunc(l.sorted, id, byID); ok {
+				l.sorted = slices.Delete(l.sorted, i, i+1)
+			}
+			l.planner.remove(id)
+		}
 		g := l.gangs[k]
 		if g == nil {
 			continue
@@ -346,12 +360,12 @@ func (l *Live) refresh() {
 		g.placement, g.ok = l.placementOf(k, g)
 		if g.ok {
 			running[k] = g.placement
+			i, _ := slices.BinarySearchFunc(l.sorted, id, byID)
+			l.sorted = slices.Insert(l.sorted, i, g.placement)
+			l.planner.add(g.placement)
 		}
 	}
 	clear(l.dirty)
-	// A new map each time: Views made before share the old one, read-only.
-	l.base.Running = running
-	l.sorted = slices.SortedFunc(maps.Values(running), func(a, b netpack.Placement) int { return strings.Compare(a.Job.ID, b.Job.ID) })
 }
 
 // placementOf is a running gang's placement from its pods on machines, as View.running makes it:
@@ -407,7 +421,8 @@ func (l *Live) placementOf(k Key, g *liveGang) (netpack.Placement, bool) {
 // View is the cluster for gang g (nil: every node is a machine): the machines' GPUs as the pods
 // bound and assumed leave them, the running gangs' placements, and the nodes g's pods may not
 // go to (Gang.NodeFilter, with each node's CPU and memory left by its pods) taken out of
-// NetPack's choice (View.Exclude). Each View has its own machines; the rest is shared read-only.
+// NetPack's choice (View.Exclude). A View is valid until the next call of View: its running
+// placements are the Live's own, updated in place (the plugin plans a gang at a time).
 func (l *Live) View(g *Gang) (*View, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -440,6 +455,7 @@ func (l *Live) View(g *Gang) (*View, error) {
 		}
 	}
 	v.Exclude(refused)
+	l.usePlanner(v)
 	return v, nil
 }
 

@@ -1,9 +1,13 @@
 package gang_test
 
 import (
+	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -12,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/inapack/inapack/kube/gang"
+	"github.com/inapack/inapack/netpack"
+	"github.com/inapack/inapack/scheduler"
 )
 
 // sameView fails t unless got is want in every part NetPack places with.
@@ -285,4 +291,112 @@ func TestLiveNodeConstraints(t *testing.T) {
 	if v, _ = live.View(g); len(v.Refused) != 2 {
 		t.Errorf("with the CPU hog gone, refused %v; want the cordoned and the tainted node", v.Refused)
 	}
+}
+
+// TestLivePlansAsSchedulerPlan: gangs planned one after another on a Live (its placer and State
+// kept from gang to gang) get scheduler.Plan's placement on NewView of the same pods, with the
+// same nodes refused, as gangs are bound, deleted, and nodes cordoned and uncordoned.
+func TestLivePlansAsSchedulerPlan(t *testing.T) {
+	s := newSynthetic(256)
+	cfg := gang.Config{}.WithDefaults()
+	w := &world{t: t, live: gang.NewLive(cfg), nodes: map[string]*v1.Node{}, pods: map[types.UID]*v1.Pod{}}
+	for _, n := range s.nodes {
+		w.setNode(n)
+	}
+	for _, p := range s.assigned {
+		w.setPod(p)
+	}
+	rng := rand.New(rand.NewPCG(1, 41))
+	var bound [][]*v1.Pod
+	planned, unmappable := 0, 0
+	for step := range 120 {
+		switch r := rng.IntN(10); {
+		case r == 0 && len(bound) > 0: // a running gang ends
+			i := rng.IntN(len(bound))
+			for _, p := range bound[i] {
+				w.delPod(p.UID)
+			}
+			bound = slices.Delete(bound, i, i+1)
+			continue
+		case r == 1: // a node is cordoned, or uncordoned
+			n := w.nodes[fmt.Sprintf("n%05d", rng.IntN(256))].DeepCopy()
+			n.Spec.Unschedulable = !n.Spec.Unschedulable
+			w.setNode(n)
+			continue
+		}
+		gpus := []int{4, 8}[rng.IntN(2)]
+		pods := gangPods(fmt.Sprintf("g%03d", step), 1+rng.IntN(4), gpus, nil)
+		for _, p := range pods {
+			w.setPod(p)
+		}
+		key, _ := gang.KeyOf(pods[0])
+		g, err := gang.Collect(key, pods, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := w.live.View(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, gotErr := v.Place(cfg, g, key.String())
+
+		var nodes []*v1.Node
+		for _, n := range w.nodes {
+			nodes = append(nodes, n)
+		}
+		var assigned []*v1.Pod
+		for _, p := range w.pods {
+			if p.Spec.NodeName != "" {
+				assigned = append(assigned, p)
+			}
+		}
+		nv, err := gang.NewView(cfg, nodes, assigned)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nv.Exclude(v.Refused)
+		running := slices.SortedFunc(maps.Values(nv.Running), func(a, b netpack.Placement) int { return strings.Compare(a.Job.ID, b.Job.ID) })
+		want, ok, _, err := scheduler.Plan(nv.Cluster, running, cfg.Policy, &netpack.Job{ID: key.String(), GPUs: g.GPUs(), Model: g.Model, Iterations: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			if gotErr == nil {
+				t.Fatalf("step %d: gang %s: the Live planned %v; scheduler.Plan finds no placement", step, key, got.Placement.Workers)
+			}
+			for _, p := range pods {
+				w.delPod(p.UID)
+			}
+			continue
+		}
+		if gotErr != nil && !errors.Is(gotErr, gang.ErrNoFit) {
+			t.Fatal(gotErr)
+		}
+		if gotErr != nil && strings.Contains(gotErr.Error(), "a worker pod runs on one node") {
+			unmappable++ // NetPack's placement splits GPUs no set of the pods makes up: not bound
+			for _, p := range pods {
+				w.delPod(p.UID)
+			}
+			continue
+		}
+		if gotErr != nil || !slices.Equal(got.Placement.Workers, want.Workers) || got.Placement.INA != want.INA || got.Placement.Priority != want.Priority {
+			t.Fatalf("step %d: gang %s: the Live plans %+v (%v); scheduler.Plan %v ps %d ina %v", step, key, got, gotErr, want.Workers, want.PS, want.INA)
+		}
+		planned++
+		for _, p := range pods { // Reserve, then the bind as the informer tells it
+			w.live.Assume(p, got.Node[p.UID])
+		}
+		var b []*v1.Pod
+		for _, p := range pods {
+			cp := p.DeepCopy()
+			cp.Spec.NodeName = got.Node[p.UID]
+			w.setPod(cp)
+			b = append(b, cp)
+		}
+		bound = append(bound, b)
+	}
+	if planned < 40 {
+		t.Fatalf("only %d gangs planned: the test checks too little", planned)
+	}
+	t.Logf("%d gangs planned as scheduler.Plan plans them (%d more whose placement no set of their pods makes up)", planned, unmappable)
 }
