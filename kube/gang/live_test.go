@@ -323,6 +323,16 @@ func TestLivePlansAsSchedulerPlan(t *testing.T) {
 			n.Spec.Unschedulable = !n.Spec.Unschedulable
 			w.setNode(n)
 			continue
+		case r == 2: // a pod of no gang takes 2 GPUs of a node, or its GPUs come back
+			if _, ok := w.pods["solo"]; ok {
+				w.delPod("solo")
+				continue
+			}
+			solo := gangPods("solo", 1, 2, nil)[1]
+			delete(solo.Labels, gang.JobLabel)
+			solo.UID, solo.Spec.NodeName = "solo", fmt.Sprintf("n%05d", rng.IntN(256))
+			w.setPod(solo)
+			continue
 		}
 		gpus := []int{4, 8}[rng.IntN(2)]
 		pods := gangPods(fmt.Sprintf("g%03d", step), 1+rng.IntN(4), gpus, nil)
