@@ -233,7 +233,6 @@ func (l *Live) DeletePod(uid types.UID) {
 
 // put counts p on node (under mu), in place of what it counted before.
 func (l *Live) put(p *v1.Pod, node string, assumed bool) {
-	l.remove(p.UID)
 	r := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
 	f := &livePod{name: p.Namespace + "/" + p.Name, node: node, terminal: terminal(p), deleting: p.DeletionTimestamp != nil,
 		assumed: assumed, ps: p.Labels[RoleLabel] == RolePS, ina: p.Annotations[INAAnnotation] != "false", gpus: PodGPUs(p),
@@ -242,6 +241,10 @@ func (l *Live) put(p *v1.Pod, node string, assumed bool) {
 	if f.inGang {
 		f.model, _ = ModelOf(p) // a pod with a bad model was never planned; take the default
 	}
+	if old := l.pods[p.UID]; old != nil && *old == *f {
+		return // most updates (status, conditions) change nothing the view counts
+	}
+	l.remove(p.UID)
 	l.pods[p.UID] = f
 	l.count(p.UID, f, 1)
 }
@@ -342,14 +345,23 @@ func (l *Live) refresh() {
 	byID := func(p netpack.Placement, id string) int { return strings.Compare(p.Job.ID, id) }
 	for k := range l.dirty {
 		id := k.String()
-		if _, had := running[k]; had {
+		old, had := running[k]
+		g := l.gangs[k]
+		var now netpack.Placement
+		ok := false
+		if g != nil && len(g.pods) > 0 {
+			now, ok = l.placementOf(k, g)
+		}
+		if had && ok && samePlacement(old, now) {
+			continue // a pod's update that changes nothing NetPack sees: the kept placer keeps its job
+		}
+		if had {
 			delete(running, k)
 			if i, ok := slices.BinarySearchFunc(l.sorted, id, byID); ok {
 				l.sorted = slices.Delete(l.sorted, i, i+1)
 			}
 			l.planner.remove(id)
 		}
-		g := l.gangs[k]
 		if g == nil {
 			continue
 		}
@@ -357,7 +369,7 @@ func (l *Live) refresh() {
 			delete(l.gangs, k)
 			continue
 		}
-		g.placement, g.ok = l.placementOf(k, g)
+		g.placement, g.ok = now, ok
 		if g.ok {
 			running[k] = g.placement
 			i, _ := slices.BinarySearchFunc(l.sorted, id, byID)
@@ -366,6 +378,10 @@ func (l *Live) refresh() {
 		}
 	}
 	clear(l.dirty)
+}
+
+func samePlacement(a, b netpack.Placement) bool {
+	return a.PS == b.PS && a.INA == b.INA && a.Priority == b.Priority && *a.Job == *b.Job && slices.Equal(a.Workers, b.Workers)
 }
 
 // placementOf is a running gang's placement from its pods on machines, as View.running makes it:
