@@ -2,6 +2,7 @@ package gang_test
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -39,7 +40,9 @@ func TestLiveFollowsInformers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f.Start(ctx.Done())
-	settle := func(what string) {
+	// settle waits for the informers to hold wantNodes and wantPods (the API's changes reach them
+	// later than the calls return), then for the view to be NewView's of them.
+	settle := func(what string, wantNodes, wantPods int) {
 		t.Helper()
 		var diff string
 		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
@@ -48,6 +51,10 @@ func TestLiveFollowsInformers(t *testing.T) {
 			}
 			ns, _ := nodes.Lister().List(labels.Everything())
 			ps, _ := pods.Lister().List(labels.Everything())
+			if len(ns) != wantNodes || len(ps) != wantPods {
+				diff = fmt.Sprintf("the informers hold %d nodes and %d pods", len(ns), len(ps))
+				return false, nil
+			}
 			var assigned []*v1.Pod
 			for _, p := range ps {
 				if p.Spec.NodeName != "" {
@@ -72,24 +79,31 @@ func TestLiveFollowsInformers(t *testing.T) {
 			t.Fatalf("%s: the live view never came to NewView's (%s): %v", what, diff, err)
 		}
 	}
-	settle("synced")
+	settle("synced", 32, len(s.assigned))
 	api := cs.CoreV1()
 	pending := gangPods("new", 2, gpusPerNode, nil)
-	for i, p := range pending {
-		p.Spec.NodeName = []string{"n00016", "n00016", "n00017"}[i]
+	for _, p := range pending {
 		if _, err := api.Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	settle("a gang bound")
+	settle("a gang pending", 32, len(s.assigned)+3)
+	for i, p := range pending { // bound: an update of each pod
+		p = p.DeepCopy()
+		p.Spec.NodeName = []string{"n00016", "n00016", "n00017"}[i]
+		if _, err := api.Pods(p.Namespace).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settle("a gang bound", 32, len(s.assigned)+3)
 	for _, p := range append(pending, s.assigned[:3]...) {
 		if err := api.Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	settle("two gangs deleted")
+	settle("two gangs deleted", 32, len(s.assigned)-3)
 	if err := api.Nodes().Delete(ctx, "n00031", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	settle("a node deleted")
+	settle("a node deleted", 31, len(s.assigned)-3)
 }
