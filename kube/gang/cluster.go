@@ -72,6 +72,11 @@ type View struct {
 	Skipped []error
 	// Refused are the nodes Exclude took out of the gang's choice, with why.
 	Refused map[string]string
+	// sorted is Running's placements by job ID, where a Live made the view (Place need not
+	// sort them again for each gang).
+	sorted []netpack.Placement
+	// live made the view; its planner places on it (Live.plan).
+	live *Live
 }
 
 // GPUs is what a resource list holds of GPUResource.
@@ -107,6 +112,17 @@ func NewView(cfg Config, nodes []*v1.Node, assigned []*v1.Pod) (*View, error) {
 			other[p.Spec.NodeName] += PodGPUs(p)
 		}
 	}
+	v, err := layout(cfg, nodes, other)
+	if err != nil {
+		return nil, err
+	}
+	v.running(assigned)
+	return v, nil
+}
+
+// layout is the view of nodes without running gangs: a machine per node with GPUs left by pods
+// of no gang (other: node -> their GPUs), racks and machines in NewView's order.
+func layout(cfg Config, nodes []*v1.Node, other map[string]int) (*View, error) {
 	racks := map[string][]*v1.Node{}
 	v := &View{Cluster: &netpack.Cluster{Name: "kubernetes"}, Machine: map[string]netpack.MachineID{},
 		Unlabelled: map[string]bool{}, Running: map[Key]netpack.Placement{}}
@@ -156,7 +172,6 @@ func NewView(cfg Config, nodes []*v1.Node, assigned []*v1.Pod) (*View, error) {
 	if err := v.Cluster.Validate(); err != nil {
 		return nil, err
 	}
-	v.running(assigned)
 	return v, nil
 }
 

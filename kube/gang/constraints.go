@@ -47,7 +47,21 @@ func (g *Gang) Refusal(n *v1.Node, free Free) string { return g.NodeFilter()(n, 
 
 // NodeFilter is Refusal for one gang and many nodes: pods of the same constraints and requests
 // (a job's workers but for Kueue's host selectors) are checked once per node.
-func (g *Gang) NodeFilter() func(n *v1.Node, free Free) string {
+func (g *Gang) NodeFilter() func(n *v1.Node, free Free) string { return g.nodeFilter().refusal }
+
+// nodeFilter is NodeFilter with what a caller needs to skip nodes it knows pass: with no pod of
+// the gang having a node selector or affinity (anyRule false), a node neither cordoned nor tainted
+// whose free CPU (milli-CPU) and memory hold the largest pod's requests takes every pod.
+type nodeFilter struct {
+	refusal  func(n *v1.Node, free Free) string
+	cpu, mem int64
+	anyRule  bool
+}
+
+// plain: nothing on n but its CPU and memory can refuse a pod of a gang without node rules.
+func plain(n *v1.Node) bool { return !n.Spec.Unschedulable && len(n.Spec.Taints) == 0 }
+
+func (g *Gang) nodeFilter() nodeFilter {
 	type class struct {
 		p        *v1.Pod // the first of the class, named in refusals
 		pods     podSet
@@ -108,7 +122,12 @@ func (g *Gang) NodeFilter() func(n *v1.Node, free Free) string {
 		}
 		return ""
 	}
-	return func(n *v1.Node, free Free) string {
+	var cpu, mem int64
+	anyRule := false
+	for _, c := range classes {
+		cpu, mem, anyRule = max(cpu, c.cpu), max(mem, c.mem), anyRule || c.anyRule
+	}
+	return nodeFilter{cpu: cpu, mem: mem, anyRule: anyRule, refusal: func(n *v1.Node, free Free) string {
 		var may podSet
 		why := ""
 		for _, c := range classes {
@@ -128,7 +147,7 @@ func (g *Gang) NodeFilter() func(n *v1.Node, free Free) string {
 			return why
 		}
 		return ""
-	}
+	}}
 }
 
 // Exclude takes the nodes of refused (node name -> why) out of NetPack's choice: a refused node

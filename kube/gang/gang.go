@@ -227,19 +227,25 @@ var ErrNoFit = errors.New("NetPack cannot place the gang now")
 // that too is ErrNoFit, with the reason.
 func (v *View) Place(cfg Config, g *Gang, id string) (*Plan, error) {
 	cfg = cfg.WithDefaults()
-	running := make([]netpack.Placement, 0, len(v.Running))
-	for k, p := range v.Running {
-		if k != g.Key {
-			running = append(running, p)
-		}
-	}
-	slices.SortFunc(running, func(a, b netpack.Placement) int { return strings.Compare(a.Job.ID, b.Job.ID) })
 	j := &netpack.Job{ID: g.Key.String(), GPUs: g.GPUs(), Model: g.Model, Iterations: 1, PSMaxGPUs: g.PSMaxGPUs()}
 	if j.GPUs > v.Cluster.TotalGPUs() {
 		return nil, fmt.Errorf("%w: gang %s needs %d GPUs, the cluster has %d", ErrNoFit, g.Key, j.GPUs, v.Cluster.TotalGPUs())
 	}
-	cl := v.offered(g, running)
-	p, ok, skipped, err := scheduler.Plan(cl, running, cfg.Policy, j)
+	var p netpack.Placement
+	var ok bool
+	var skipped []error
+	err := errNoPlanner
+	cl := v.Cluster
+	if len(g.only) > 0 {
+		// Some nodes take only some of the gang's pods (Kueue's host selectors): NetPack plans on
+		// what those nodes offer the gang, a cluster of its own, so not with the kept placer.
+		cl = v.offered(g, v.runningBut(g.Key))
+	} else if _, run := v.Running[g.Key]; v.live != nil && !run {
+		p, ok, err = v.live.plan(v, cfg.Policy, j) // scheduler.Plan's placement, with the placer kept from the gang before
+	}
+	if errors.Is(err, errNoPlanner) {
+		p, ok, skipped, err = scheduler.Plan(cl, v.runningBut(g.Key), cfg.Policy, j)
+	}
 	v.Skipped = append(v.Skipped, skipped...)
 	if err != nil {
 		return nil, err
@@ -249,7 +255,7 @@ func (v *View) Place(cfg Config, g *Gang, id string) (*Plan, error) {
 		if cl != v.Cluster {
 			where = " on the nodes its pods may use"
 		}
-		return nil, fmt.Errorf("%w: gang %s needs %d GPUs in a placement %s allows; %d are free%s", ErrNoFit, g.Key, j.GPUs, cfg.Policy, free(cl, running), where)
+		return nil, fmt.Errorf("%w: gang %s needs %d GPUs in a placement %s allows; %d are free%s", ErrNoFit, g.Key, j.GPUs, cfg.Policy, free(cl, v.runningBut(g.Key)), where)
 	}
 	pl := &Plan{ID: id, Key: g.Key, Node: map[types.UID]string{}, Rank: map[types.UID]int{}, Member: map[types.UID]int{},
 		PSNode: v.Nodes[p.PS], WorldSize: len(g.Workers), INA: p.INA, Priority: p.Priority, Placement: p}
@@ -304,6 +310,27 @@ func (v *View) Place(cfg Config, g *Gang, id string) (*Plan, error) {
 		}
 	}
 	return pl, nil
+}
+
+// runningBut are the running placements but k's, by job ID (as scheduler.Plan is given them).
+func (v *View) runningBut(k Key) []netpack.Placement {
+	running := make([]netpack.Placement, 0, len(v.Running))
+	if v.sorted != nil {
+		id := k.String()
+		for _, p := range v.sorted {
+			if p.Job.ID != id {
+				running = append(running, p)
+			}
+		}
+		return running
+	}
+	for key, p := range v.Running {
+		if key != k {
+			running = append(running, p)
+		}
+	}
+	slices.SortFunc(running, func(a, b netpack.Placement) int { return strings.Compare(a.Job.ID, b.Job.ID) })
+	return running
 }
 
 func free(cl *netpack.Cluster, running []netpack.Placement) int {

@@ -11,7 +11,8 @@ import (
 	"github.com/inapack/inapack/netpack"
 )
 
-// ViewCache makes the Views NewView makes without rebuilding, gang after gang, what did not
+// ViewCache is the extender's view (the plugin's is Live, fed by informer events): it makes the
+// Views NewView makes without rebuilding, gang after gang, what did not
 // change: at 10,000 nodes NewView costs several times NetPack's own placement. The part that
 // depends on the nodes only (racks, machines, their GPUs and NICs) is rebuilt when a node comes
 // or goes or its rack label, allocatable GPUs or NIC annotation changes; what a View takes from a

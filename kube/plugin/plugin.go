@@ -44,9 +44,9 @@ type NetPack struct {
 	byGang cache.Indexer // the scheduler's pod informer's store, indexed by gang (gang.IndexName): PreEnqueue runs for each pod of each waiting gang, under the queue's lock, and lists no other pod
 	nodes  corelisters.NodeLister
 	group  gang.PodGroups
-	// views keeps the cluster's view between gangs: rebuilding it costs several times NetPack's
-	// own placement at 10,000 nodes.
-	views gang.ViewCache
+	// live is the cluster's view, fed by the informers' events and Reserve/Unreserve: building
+	// it from the scheduler's snapshot for each gang costs a pass over every pod.
+	live *gang.Live
 
 	mu    sync.Mutex
 	plans map[gang.Key]*attempt
@@ -138,7 +138,10 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	}
 	p := &NetPack{h: h, args: args, cfg: args.Config(), plans: map[gang.Key]*attempt{}, refused: map[types.UID]string{},
 		pods: h.SharedInformerFactory().Core().V1().Pods().Lister(), byGang: inf.GetIndexer(),
-		nodes: h.SharedInformerFactory().Core().V1().Nodes().Lister()}
+		nodes: h.SharedInformerFactory().Core().V1().Nodes().Lister(), live: gang.NewLive(args.Config())}
+	if err := p.live.Register(h.SharedInformerFactory().Core().V1().Nodes().Informer(), inf); err != nil {
+		return nil, fmt.Errorf("NetPack: %w", err)
+	}
 	group, err := gang.NewPodGroups(h.ClientSet().Discovery(), h.SharedInformerFactory())
 	if err != nil {
 		klog.FromContext(ctx).Info("NetPack: gangs by label only", "err", err)
@@ -303,27 +306,14 @@ func (p *NetPack) attemptFor(ctx context.Context, key gang.Key, pod *v1.Pod, nod
 		klog.FromContext(ctx).Info("NetPack abandons a gang's plan whole; none of its pods is bound", "gang", key.String(), "id", saved.ID, "why", why)
 	}
 	start := time.Now()
-	var ns []*v1.Node
-	var assigned []*v1.Pod
-	refused := map[string]string{}
-	refusal := g.NodeFilter()
-	for _, ni := range nodes {
-		n := ni.Node()
-		ns = append(ns, n)
-		for _, pi := range ni.GetPods() {
-			assigned = append(assigned, pi.GetPod())
-		}
-		free := gang.Free{MilliCPU: ni.GetAllocatable().GetMilliCPU() - ni.GetRequested().GetMilliCPU(),
-			Memory: ni.GetAllocatable().GetMemory() - ni.GetRequested().GetMemory()}
-		if why := refusal(n, free); why != "" {
-			refused[n.Name] = why
-		}
+	if !p.live.Synced() { // only at start: the scheduler waits for its informers, not for our handlers
+		_ = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) { return p.live.Synced(), nil })
 	}
-	v, err := p.views.View(p.cfg, ns, assigned)
+	v, err := p.live.View(g)
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
-	v.Exclude(refused)
+	refused := v.Refused
 	for _, s := range v.Skipped {
 		klog.FromContext(ctx).Info("NetPack: a running gang does not fit its nodes' GPUs; left out", "err", s)
 	}
@@ -405,6 +395,7 @@ func (p *NetPack) ScoreExtensions() fwk.ScoreExtensions { return nil }
 
 // Reserve counts the pod towards its gang.
 func (p *NetPack) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, node string) *fwk.Status {
+	p.live.Assume(pod, node) // the view counts the pod's GPUs from now, as the framework's cache does
 	key, ok := gang.KeyOf(pod)
 	if !ok {
 		return nil
@@ -423,6 +414,7 @@ func (p *NetPack) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, node
 // gang runs with all its pods or none. The plan stays while it still fits (attempt.stale): the
 // scheduler also unreserves pods when it reverts a placement it was only evaluating.
 func (p *NetPack) Unreserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
+	p.live.Forget(pod.UID)
 	key, ok := gang.KeyOf(pod)
 	if !ok {
 		return
