@@ -244,6 +244,8 @@ func TestLatePodBeyondMinCount(t *testing.T) {
 }
 
 // waitRefused waits for the pod's NetPackGangRefused condition and event, both containing want.
+// A refusal in PreFilter is also the scheduler's own PodScheduled=False Unschedulable, with the
+// same message; whichever write lands last is the pod's condition.
 func waitRefused(ctx context.Context, t *testing.T, cs kubernetes.Interface, name, want string) {
 	t.Helper()
 	var cond, ev string
@@ -253,7 +255,7 @@ func waitRefused(ctx context.Context, t *testing.T, cs kubernetes.Interface, nam
 			return false, nil
 		}
 		for _, c := range p.Status.Conditions {
-			if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Reason == "NetPackGangRefused" && strings.Contains(c.Message, want) {
+			if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && (c.Reason == "NetPackGangRefused" || c.Reason == v1.PodReasonUnschedulable) && strings.Contains(c.Message, want) {
 				cond = c.Message
 			}
 		}
