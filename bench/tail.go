@@ -127,14 +127,53 @@ func summarizeTail(its []iteration) tailStats {
 	return s
 }
 
+// resultFrames reads the worker summaries in dir and returns the result frames a worker received
+// per chunk it sent, over all workers: each chunk's result once, plus the results it dropped
+// (ignored_results: answers to another worker's RESEND, duplicates, late answers). A PS that answers
+// a RESEND to the group sends every worker the answer; answered to the one worker (FLAG_UNICAST),
+// only that worker takes it.
+func resultFrames(dir string) (float64, error) {
+	logs, err := filepath.Glob(filepath.Join(dir, "worker-*.log"))
+	if err != nil {
+		return 0, err
+	}
+	var sent, ignored, workers int
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			return 0, err
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if !strings.HasPrefix(line, "worker-summary: ") {
+				continue
+			}
+			m := agentlog.Fields(line)
+			n, err1 := strconv.Atoi(m["sent"])
+			ig, err2 := strconv.Atoi(m["ignored_results"])
+			if err1 != nil || err2 != nil {
+				return 0, fmt.Errorf("%s: a worker summary without sent= and ignored_results=", l)
+			}
+			sent, ignored, workers = sent+n, ignored+ig, workers+1
+		}
+	}
+	if workers != len(logs) || sent == 0 {
+		return 0, fmt.Errorf("%d worker summaries with %d chunks sent in %d logs of %s", workers, sent, len(logs), dir)
+	}
+	return float64(sent+ignored) / float64(sent), nil
+}
+
 // tail prints the summary of the training loop whose logs are in dir, as one "tail:" line.
 func tail(dir string) error {
 	its, err := readIterations(dir)
 	if err != nil {
 		return err
 	}
+	frames, err := resultFrames(dir)
+	if err != nil {
+		return err
+	}
 	s := summarizeTail(its)
-	fmt.Printf("tail: iterations=%d p50_ms=%.2f p90_ms=%.2f p99_ms=%.2f max_ms=%.2f slow=%d slow_timer=%d slow_fast=%d slow_cut=%d slow_none=%d\n",
-		s.n, s.p50, s.p90, s.p99, s.max, s.slow, s.slowTimer, s.slowFast, s.slowCut, s.slowNone)
+	fmt.Printf("tail: iterations=%d p50_ms=%.2f p90_ms=%.2f p99_ms=%.2f max_ms=%.2f slow=%d slow_timer=%d slow_fast=%d slow_cut=%d slow_none=%d result_frames=%.4f\n",
+		s.n, s.p50, s.p90, s.p99, s.max, s.slow, s.slowTimer, s.slowFast, s.slowCut, s.slowNone, frames)
 	return nil
 }

@@ -52,3 +52,17 @@ func TestReadIterationsRejectsMissingWorkers(t *testing.T) {
 		t.Error("no logs accepted")
 	}
 }
+
+// The result frames per chunk are every worker's chunks and dropped results over its chunks.
+func TestResultFrames(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "worker-j1-r0.log"), []byte("worker: x\nworker-summary: job=1 rank=0 sent=100 ignored_results=3 status=ok\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "worker-j1-r1.log"), []byte("worker-summary: job=1 rank=1 sent=100 ignored_results=7 status=ok\n"), 0o644)
+	if f, err := resultFrames(dir); err != nil || f != 1.05 {
+		t.Errorf("resultFrames = %v, %v; want 1.05", f, err)
+	}
+	os.WriteFile(filepath.Join(dir, "worker-j1-r2.log"), []byte("worker: x\n"), 0o644)
+	if _, err := resultFrames(dir); err == nil {
+		t.Error("a log without a summary accepted")
+	}
+}

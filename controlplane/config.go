@@ -149,7 +149,19 @@ type ResultConfig struct {
 	Port           int   `yaml:"port" json:"port"`
 	MulticastGroup int   `yaml:"multicast_group" json:"multicast_group"`
 	Ports          []int `yaml:"ports" json:"ports,omitempty"` // replicas; default: the member ports
-	Pos            Pos   `yaml:"-" json:"-"`
+	// Unicast names, for each of the job's workers behind another switch below this one, the
+	// replica port toward it (its ina_unicast entry; a member's is its own port). Optional: a
+	// worker without one gets its unicast results by the group.
+	Unicast []UnicastPort `yaml:"unicast" json:"unicast,omitempty"`
+	Pos     Pos           `yaml:"-" json:"-"`
+}
+
+// UnicastPort is the port of the group's branch toward the worker of WorkerBit (an ina_unicast
+// entry).
+type UnicastPort struct {
+	WorkerBit int `yaml:"worker_bit" json:"worker_bit"`
+	Port      int `yaml:"port" json:"port"`
+	Pos       Pos `yaml:"-" json:"-"`
 }
 
 // Defaults applied when a field is absent.

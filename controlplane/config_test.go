@@ -100,6 +100,9 @@ func TestValidationErrors(t *testing.T) {
 		{"port range", "{port: 1, worker_bit: 0}", "{port: 600, worker_bit: 0}", 14, "port 600 out of 0..511"},
 		{"bit range", "{port: 1, worker_bit: 0}", "{port: 1, worker_bit: 32}", 14, "32 out of 0..31"},
 		{"group zero", "multicast_group: 5}", "multicast_group: 0}", 16, "multicast group 0 out of"},
+		{"unicast port not a replica", "multicast_group: 5}", "multicast_group: 5, ports: [1, 2, 4], unicast: [{worker_bit: 1, port: 3}]}", 16, "result.unicast[0].port: port 3 is not one of the group's ports"},
+		{"unicast for a member", "multicast_group: 5}", "multicast_group: 5, ports: [1, 2, 4], unicast: [{worker_bit: 1, port: 4}]}", 16, "result.unicast[0].worker_bit: worker bit 1 is a member's on this switch"},
+		{"unicast for no worker", "multicast_group: 5}", "multicast_group: 5, ports: [1, 2, 4], unicast: [{worker_bit: 7, port: 4}]}", 16, "result.unicast[0].worker_bit: worker bit 7 is no member's of this job"},
 		{"token in clear off-host", "    address: 127.0.0.1:1", "    address: 10.0.0.9:1\n    token_file: t", 5, "token_file: the token would cross the network in clear"},
 	}
 	for _, tc := range cases {

@@ -2,9 +2,13 @@ package controlplane
 
 import (
 	"maps"
+	"math/big"
+	"math/bits"
 	"slices"
+	"strings"
 	"testing"
 
+	p4config "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -54,17 +58,90 @@ func pad(e *p4v1.Entity) *p4v1.Entity {
 
 func TestDesiredState(t *testing.T) {
 	_, d := desiredOf(t, goodConfig)
-	// settings + 1 route + ina_ps + 2 workers + 1 result + 1 multicast group
-	if len(d) != 7 {
-		t.Fatalf("%d entities, want 7: %v", len(d), slices.Sorted(maps.Keys(d)))
+	// settings + 1 route + ina_ps + 2 workers + 1 result + 1 multicast group + 2 ina_unicast
+	if len(d) != 9 {
+		t.Fatalf("%d entities, want 9: %v", len(d), slices.Sorted(maps.Keys(d)))
+	}
+}
+
+// unicastPorts are the ina_unicast entries of job on switch sw: worker bit -> port.
+func unicastPorts(t *testing.T, s *Schema, cfg *Config, sw string, job int) map[int]int {
+	t.Helper()
+	d, err := s.DesiredState(cfg, sw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]int{}
+	for _, e := range d {
+		te := e.GetTableEntry()
+		if te == nil || ShortName(s.TableName(te.GetTableId())) != TableUnicast {
+			continue
+		}
+		var j, bitmap uint64
+		for _, m := range te.GetMatch() {
+			v := new(big.Int).SetBytes(m.GetExact().GetValue()).Uint64()
+			if m.GetFieldId() == s.field(s.Table(TableUnicast), "job_id").GetId() {
+				j = v
+			} else {
+				bitmap = v
+			}
+		}
+		if int(j) != job || bits.OnesCount64(bitmap) != 1 {
+			t.Fatalf("ina_unicast entry job %d bitmap %#x", j, bitmap)
+		}
+		out[bits.TrailingZeros64(bitmap)] = int(new(big.Int).SetBytes(te.GetAction().GetAction().GetParams()[0].GetValue()).Int64())
+	}
+	return out
+}
+
+// Every switch of a job's result path gets an ina_unicast entry per worker toward it: a member's
+// own port (two members behind one port share it), result.unicast's branch for workers behind
+// other switches; a program without the table gets none.
+func TestUnicastEntities(t *testing.T) {
+	text := strings.Replace(goodConfig, "- {port: 2, worker_bit: 1}", "- {port: 1, member: 1, worker_bit: 1}\n          - {port: 2, worker_bit: 2}", 1)
+	text += `      - switch: s2
+        ps: {port: 9, mac: "02:00:00:00:00:03", ip: 10.0.0.3}
+        members: [{port: 4, worker_bit: 3}]
+        result: {port: 9, multicast_group: 5, ports: [4, 6], unicast: [{worker_bit: 0, port: 6}, {worker_bit: 2, port: 6}]}
+`
+	text = strings.Replace(text, "    target: ref\n", "    target: ref\n  - name: s2\n    address: 127.0.0.1:2\n    target: ref\n", 1)
+	cfg, err := ParseConfig([]byte(text), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	s := testSchema(t)
+	if got, want := unicastPorts(t, s, cfg, "s1", 5), map[int]int{0: 1, 1: 1, 2: 2}; !maps.Equal(got, want) {
+		t.Errorf("s1: ina_unicast %v, want %v", got, want)
+	}
+	if got, want := unicastPorts(t, s, cfg, "s2", 5), map[int]int{0: 6, 2: 6, 3: 4}; !maps.Equal(got, want) {
+		t.Errorf("s2: ina_unicast %v, want %v", got, want)
+	}
+	// Without a result entry on the switch (off the result path) there are none.
+	cfg.Jobs[0].Switches[1].Result = nil
+	cfg.Jobs[0].Switches[1].TransitPorts = []int{9}
+	if got := unicastPorts(t, s, cfg, "s2", 5); len(got) != 0 {
+		t.Errorf("s2 without a result entry: ina_unicast %v", got)
+	}
+	// A program without ina_unicast: no entries, and the schema still loads.
+	info := proto.Clone(s.Info).(*p4config.P4Info)
+	info.Tables = slices.DeleteFunc(info.Tables, func(tb *p4config.Table) bool { return ShortName(tb.GetPreamble().GetName()) == TableUnicast })
+	old, err := NewSchema(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := unicastPorts(t, old, cfg, "s1", 5); len(got) != 0 {
+		t.Errorf("a program without ina_unicast got entries %v", got)
 	}
 }
 
 func TestDiffEmptySwitchInsertsAll(t *testing.T) {
 	_, d := desiredOf(t, goodConfig)
 	diff := ComputeDiff(d, nil)
-	if len(diff.Insert) != 6 || len(diff.Modify) != 1 || len(diff.Delete) != 0 {
-		t.Fatalf("diff %v, want 6 inserts and the settings default modified", diff)
+	if len(diff.Insert) != 8 || len(diff.Modify) != 1 || len(diff.Delete) != 0 {
+		t.Fatalf("diff %v, want 8 inserts and the settings default modified", diff)
 	}
 	ups := diff.Updates()
 	if ups[0].Type != p4v1.Update_MODIFY || !ups[0].Entity.GetTableEntry().GetIsDefaultAction() {
@@ -140,8 +217,8 @@ func TestJobFilter(t *testing.T) {
 			n++
 		}
 	}
-	if n != 5 { // ina_ps, 2 workers, result, group
-		t.Fatalf("job filter matched %d entities, want 5", n)
+	if n != 7 { // ina_ps, 2 workers, result, group, 2 ina_unicast
+		t.Fatalf("job filter matched %d entities, want 7", n)
 	}
 	if g := s.jobFilter(6, nil); g(d[EntityKey(MulticastEntity(5, []int{1, 2}))]) {
 		t.Fatal("job 6 filter matched job 5's group")

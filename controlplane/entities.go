@@ -28,7 +28,7 @@ func (s *Schema) action(name string, params ...uint64) *p4v1.TableAction {
 	a := s.actions[name]
 	act := &p4v1.Action{ActionId: a.GetPreamble().GetId()}
 	// requiredActions lists parameters in the order the callers pass values.
-	for i, pn := range requiredActions[name] {
+	for i, pn := range actionParams(name) {
 		act.Params = append(act.Params, &p4v1.Action_Param{ParamId: param(a, pn).GetId(), Value: canon(params[i])})
 	}
 	return &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: act}}
@@ -103,7 +103,34 @@ func (s *Schema) JobEntities(j *JobConfig, js *JobSwitch) ([]*p4v1.Entity, error
 	for _, p := range js.TransitPorts {
 		out = append(out, s.jobEntry(j.ID, p, 0, s.action(ActionTransit)))
 	}
-	return out, nil
+	return append(out, s.unicastEntities(j, js)...), nil
+}
+
+// unicastEntities are the ina_unicast entries of job j on a switch of its result path: for each
+// worker, the port toward it, which a UNICAST result (the PS's answer to that worker's RESEND)
+// leaves by alone. A member's is its own port (members behind one port share it: the other's socket
+// drops the result as one it does not wait for); a worker behind another switch's is the group's
+// branch toward it (result.unicast, which topology.Derive fills from the tree). None without the
+// table in the program, or off the result path.
+func (s *Schema) unicastEntities(j *JobConfig, js *JobSwitch) []*p4v1.Entity {
+	if !s.HasUnicast() || js.Result == nil {
+		return nil
+	}
+	var out []*p4v1.Entity
+	entry := func(bit, port int) {
+		out = append(out, tableEntity(&p4v1.TableEntry{
+			TableId: s.tableID(TableUnicast),
+			Match:   []*p4v1.FieldMatch{s.exact(TableUnicast, "job_id", uint64(j.ID)), s.exact(TableUnicast, "bitmap", uint64(1)<<bit)},
+			Action:  s.action(ActionUnicastPort, uint64(port)),
+		}))
+	}
+	for _, m := range js.Members {
+		entry(m.WorkerBit, m.Port)
+	}
+	for _, u := range js.Result.Unicast {
+		entry(u.WorkerBit, u.Port)
+	}
+	return out
 }
 
 // SettingsEntity is the ina_settings default entry for st (nil: the documented defaults).

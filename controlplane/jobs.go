@@ -200,12 +200,15 @@ func (c *Controller) applyJobOn(ctx context.Context, st *switchState, id int, re
 	return nil
 }
 
-// jobFilter matches the entities that belong to job id: ina_job and ina_ps entries keyed by it,
-// and its multicast groups.
+// jobFilter matches the entities that belong to job id: ina_job, ina_ps and ina_unicast entries
+// keyed by it, and its multicast groups.
 func (s *Schema) jobFilter(id int, groups map[uint32]bool) func(*p4v1.Entity) bool {
 	fields := map[uint32]uint32{
 		s.tableID(TableJob): s.field(s.tables[TableJob], "job_id").GetId(),
 		s.tableID(TablePS):  s.field(s.tables[TablePS], "job_id").GetId(),
+	}
+	if s.HasUnicast() {
+		fields[s.tableID(TableUnicast)] = s.field(s.tables[TableUnicast], "job_id").GetId()
 	}
 	want := canon(uint64(id))
 	return func(e *p4v1.Entity) bool {

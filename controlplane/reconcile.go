@@ -9,15 +9,11 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// ownedTables are the tables whose every entry the controller owns: an entry on the switch that the
-// desired state does not have is deleted.
-var ownedTables = []string{TableIPv4LPM, TableJob, TablePS}
-
 // readState reads every entity the controller owns from the switch. mcastOK is false when the
 // switch cannot read multicast groups (then they are written without a diff).
 func readState(ctx context.Context, conn *Conn, s *Schema) (ents []*p4v1.Entity, mcastOK bool, err error) {
 	var q []*p4v1.Entity
-	for _, t := range ownedTables {
+	for _, t := range s.ownedTables() {
 		q = append(q, tableEntity(&p4v1.TableEntry{TableId: s.tableID(t)}))
 	}
 	ents, err = conn.Read(ctx, q...)

@@ -23,12 +23,14 @@ const (
 	TableJob          = "ina_job"
 	TablePS           = "ina_ps"
 	TableSettings     = "ina_settings"
+	TableUnicast      = "ina_unicast"
 	ActionForward     = "ipv4_forward"
 	ActionWorker      = "ina_worker"
 	ActionResult      = "ina_result"
 	ActionTransit     = "ina_transit"
 	ActionSetPS       = "ina_set_ps"
 	ActionSettings    = "ina_set_settings"
+	ActionUnicastPort = "ina_unicast_port"
 	CounterEvents     = "ina_events"
 	CounterJobEvents  = "ina_job_events"
 	RegisterSlotJob   = "slot_job"
@@ -63,6 +65,25 @@ var requiredActions = map[string][]string{
 	ActionTransit:  {},
 	ActionSetPS:    {"port", "mac", "ip"},
 	ActionSettings: {"preempt", "release_on_result", "ecn_threshold", "active_slots"},
+}
+
+// optionalTables and optionalActions are used where the P4Info has them, and then must be whole. A
+// program without ina_unicast replicates every result to the job's group; the controller then
+// installs no unicast entries, and the PS's unicast answers reach their worker by the group.
+var optionalTables = map[string][]string{
+	TableUnicast: {"job_id", "bitmap"},
+}
+
+var optionalActions = map[string][]string{
+	ActionUnicastPort: {"port"},
+}
+
+// actionParams lists an action's parameters in the order the callers pass values.
+func actionParams(name string) []string {
+	if ps, ok := requiredActions[name]; ok {
+		return ps
+	}
+	return optionalActions[name]
 }
 
 // Schema indexes a P4Info by short (last-component) names.
@@ -154,7 +175,7 @@ func NewSchema(info *p4config.P4Info) (*Schema, error) {
 	}
 	for _, a := range info.GetActions() {
 		n := ShortName(a.GetPreamble().GetName())
-		if _, ok := s.actions[n]; ok && requiredActions[n] != nil {
+		if _, ok := s.actions[n]; ok && actionParams(n) != nil {
 			dup("action", n)
 		}
 		s.actions[n] = a
@@ -200,6 +221,27 @@ func NewSchema(info *p4config.P4Info) (*Schema, error) {
 			}
 		}
 	}
+	for _, tn := range slices.Sorted(maps.Keys(optionalTables)) {
+		t, ok := s.tables[tn]
+		if !ok {
+			continue
+		}
+		for _, f := range optionalTables[tn] {
+			if s.field(t, f) == nil {
+				problems = append(problems, fmt.Sprintf("table %q has no match field %q", tn, f))
+			}
+		}
+	}
+	if s.HasUnicast() {
+		for _, p := range optionalActions[ActionUnicastPort] {
+			if a, ok := s.actions[ActionUnicastPort]; !ok {
+				problems = append(problems, fmt.Sprintf("table %q without action %q", TableUnicast, ActionUnicastPort))
+				break
+			} else if param(a, p) == nil {
+				problems = append(problems, fmt.Sprintf("action %q has no parameter %q", ActionUnicastPort, p))
+			}
+		}
+	}
 	for _, c := range []string{CounterEvents, CounterJobEvents} {
 		if _, ok := s.counters[c]; !ok {
 			problems = append(problems, fmt.Sprintf("no counter %q", c))
@@ -239,6 +281,19 @@ func param(a *p4config.Action, name string) *p4config.Action_Param {
 		}
 	}
 	return nil
+}
+
+// HasUnicast reports whether the program has the ina_unicast table (docs/protocol.md).
+func (s *Schema) HasUnicast() bool { return s.tables[TableUnicast] != nil }
+
+// ownedTables are the tables whose every entry the controller owns: an entry on the switch that the
+// desired state does not have is deleted.
+func (s *Schema) ownedTables() []string {
+	ts := []string{TableIPv4LPM, TableJob, TablePS}
+	if s.HasUnicast() {
+		ts = append(ts, TableUnicast)
+	}
+	return ts
 }
 
 // Table returns the table with short name n.

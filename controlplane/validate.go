@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/inapack/inapack/p4src/wire"
@@ -239,6 +240,17 @@ func validateJob(v *validator, c *Config, j *JobConfig, path string) {
 		seen[js.Switch] = js.Pos.At("switch")
 		validateJobSwitch(v, js, sp, bits)
 	}
+	// A unicast entry names a worker of the job, a member on some switch.
+	for i := range j.Switches {
+		if r := j.Switches[i].Result; r != nil {
+			for k := range r.Unicast {
+				u := &r.Unicast[k]
+				if _, ok := bits[u.WorkerBit]; !ok && u.WorkerBit >= 0 && u.WorkerBit <= maxWorkerBit {
+					v.add(u.Pos, "worker_bit", fmt.Sprintf("%s.switches[%d].result.unicast[%d]", path, i, k), "worker bit %d is no member's of this job", u.WorkerBit)
+				}
+			}
+		}
+	}
 }
 
 func validateJobSwitch(v *validator, js *JobSwitch, sp string, bits map[int]string) {
@@ -300,12 +312,37 @@ func validateJobSwitch(v *validator, js *JobSwitch, sp string, bits map[int]stri
 		rp := joinPath(sp, "result")
 		usePort(r.Pos, "port", rp, r.Port, "result")
 		checkGroup(v, r.Pos, rp, "multicast_group", r.MulticastGroup, r.ReplicaPorts(js))
+		validateUnicast(v, js, rp)
 	}
 	for i, p := range js.TransitPorts {
 		usePort(js.Pos, "transit_ports", fmt.Sprintf("%s.transit_ports[%d]", sp, i), p, "transit")
 	}
 	if len(js.Members) == 0 && js.Result == nil && len(js.TransitPorts) == 0 {
 		v.add(js.Pos, "switch", sp, "no members, result or transit ports on this switch")
+	}
+}
+
+// validateUnicast checks result.unicast: each worker bit once, not a member's on this switch (its
+// port is the member's), and each port one of the group's replicas.
+func validateUnicast(v *validator, js *JobSwitch, rp string) {
+	seen := map[int]bool{}
+	for _, m := range js.Members {
+		seen[m.WorkerBit] = true
+	}
+	replicas := js.Result.ReplicaPorts(js)
+	for i := range js.Result.Unicast {
+		u := &js.Result.Unicast[i]
+		up := fmt.Sprintf("%s.unicast[%d]", rp, i)
+		switch {
+		case u.WorkerBit < 0 || u.WorkerBit > maxWorkerBit:
+			v.add(u.Pos, "worker_bit", up, "%d out of 0..%d", u.WorkerBit, maxWorkerBit)
+		case seen[u.WorkerBit]:
+			v.add(u.Pos, "worker_bit", up, "worker bit %d is a member's on this switch or listed twice (a member's port is its own)", u.WorkerBit)
+		}
+		seen[u.WorkerBit] = true
+		if !slices.Contains(replicas, u.Port) {
+			v.add(u.Pos, "port", up, "port %d is not one of the group's ports %v", u.Port, replicas)
+		}
 	}
 }
 

@@ -9,7 +9,9 @@
 // through the controller (switch_completed: chunks aggregated in the switch; switch_collision:
 // fallbacks to the PS; switch_preempted / switch_evicted: slots taken from / lost to another job;
 // stale, flushed, bypass), the PS's result count, the corrupted packets the integrity check caught
-// at the PS (ps_corrupt) and at the workers (worker_corrupt, results) and status=ok; finally "demo: OK", or
+// at the PS (ps_corrupt) and at the workers (worker_corrupt, results), the RESENDs the PS answered to
+// one worker alone (ps_resend_unicast), the results workers received and dropped as not theirs or
+// late (worker_ignored), and status=ok; finally "demo: OK", or
 // "demo: FAIL: <reason>" and exit status 1. Everything it created (namespaces, links, processes)
 // is recorded in -dir/owned.json and removed on exit, on failure and on SIGINT/SIGTERM; after a
 // SIGKILL the next run with the same -dir removes it. Nothing else is touched: names carry a

@@ -281,7 +281,7 @@ func (d *demo) summary(results map[int][]*workerResult, psLines map[int]map[stri
 	sort.Ints(ids)
 	for _, id := range ids {
 		j := byID[id]
-		exact, iters, total, corrupt := 0, 0, 0, 0
+		exact, iters, total, corrupt, ignored := 0, 0, 0, 0, 0
 		var gp float64
 		status := "ok"
 		if id == d.killJob {
@@ -313,6 +313,8 @@ func (d *demo) summary(results map[int][]*workerResult, psLines map[int]map[stri
 			g, _ := strconv.ParseFloat(f["goodput_mbps"], 64)
 			c, _ := strconv.Atoi(f["corrupt"])
 			corrupt += c
+			ig, _ := strconv.Atoi(f["ignored_results"])
+			ignored += ig
 			exact += e
 			iters += it
 			gp += g
@@ -331,9 +333,12 @@ func (d *demo) summary(results map[int][]*workerResult, psLines map[int]map[stri
 			planned = iters / max(1, j.workers)
 		}
 		ev := snap.JobEvents[id]
-		psRes, psCorrupt := "0", "0"
+		psRes, psCorrupt, psUnicast := "0", "0", "0"
 		if m := psLines[id]; m != nil && m["results"] != "" {
 			psRes = m["results"]
+		}
+		if m := psLines[id]; m != nil && m["resend_unicast"] != "" {
+			psUnicast = m["resend_unicast"]
 		}
 		if m := psLines[id]; m != nil {
 			// Caught at the PS: sums that failed (CORRUPT results) and exact-path copies dropped.
@@ -345,10 +350,10 @@ func (d *demo) summary(results map[int][]*workerResult, psLines map[int]map[stri
 		if !j.ina {
 			ina = "off"
 		}
-		fmt.Printf("demo-job: job=%d priority=%d workers=%d ina=%s iterations=%d/%d exact=%d/%d goodput_mbps=%.3f switch_completed=%d switch_collision=%d switch_preempted=%d switch_evicted=%d switch_stale=%d switch_flushed=%d switch_bypass=%d ps_results=%s ps_corrupt=%s worker_corrupt=%d status=%s\n",
+		fmt.Printf("demo-job: job=%d priority=%d workers=%d ina=%s iterations=%d/%d exact=%d/%d goodput_mbps=%.3f switch_completed=%d switch_collision=%d switch_preempted=%d switch_evicted=%d switch_stale=%d switch_flushed=%d switch_bypass=%d ps_results=%s ps_resend_unicast=%s ps_corrupt=%s worker_corrupt=%d worker_ignored=%d status=%s\n",
 			id, j.priority, j.workers, ina, iters/max(1, j.workers), planned, exact, total, gp/float64(max(1, j.workers)),
 			ev["completed"], ev["collision"], ev["preempted"], ev["evicted"], ev["stale"], ev["flushed"], ev["bypass"], psRes,
-			psCorrupt, corrupt, status)
+			psUnicast, psCorrupt, corrupt, ignored, status)
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%s", strings.Join(problems, "; "))

@@ -72,6 +72,7 @@ func TestConstantsMatchWire(t *testing.T) {
 		"FLAG_STALE":          uint64(wire.FlagStale),
 		"FLAG_FLOAT":          uint64(wire.FlagFloat),
 		"FLAG_CORRUPT":        uint64(wire.FlagCorrupt),
+		"FLAG_UNICAST":        uint64(wire.FlagUnicast),
 		"SLOT_STATE_ECN":      1,
 		"SLOT_STATE_OVERFLOW": 2,
 		"SLOT_STATE_COMPLETE": 4,

@@ -40,6 +40,10 @@
 #define FLAG_FLOAT     0x0100
 // Set by the PS on results only (a packet failed the integrity check); the switch passes it.
 #define FLAG_CORRUPT   0x0200
+// Set by the PS on a result only: deliver it to the one worker whose bit is the bitmap (a RESEND's
+// answer), through ina_unicast; a switch without the entry multicasts it as any result. Not in
+// WORKER_FLAGS: a worker cannot set it.
+#define FLAG_UNICAST   0x0400
 // Flags a worker may set; the switch clears the others on a worker's data packet.
 #define WORKER_FLAGS   0x0151
 
@@ -85,6 +89,7 @@
 #define OUT_PS       1 // to the PS of the job the packet now carries (ina_ps)
 #define OUT_EVICT    2 // carries another job's partial: second pass looks up that job's PS
 #define OUT_MCAST    3 // result: replicated to the job's group
+#define OUT_UNICAST  4 // result with FLAG_UNICAST and an ina_unicast hit: to that one port
 
 // INA_FOREACH_VALUE(M) expands M(i) for i = 0 .. NUM_VALUES-1: P4 has no loops, and the 64
 // values live in 64 fields and 64 registers.

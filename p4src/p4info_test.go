@@ -102,6 +102,7 @@ func TestP4InfoTables(t *testing.T) {
 		"ina_job":      {[]key{{"hdr.ina.job_id", 16, p4configv1.MatchField_EXACT}, {"standard_metadata.ingress_port", 9, p4configv1.MatchField_EXACT}, {"member", 4, p4configv1.MatchField_EXACT}}, []string{"ina_worker", "ina_result", "ina_transit", "NoAction"}},
 		"ina_ps":       {[]key{{"hdr.ina.job_id", 16, p4configv1.MatchField_EXACT}}, []string{"ina_set_ps", "NoAction"}},
 		"ina_settings": {nil, []string{"ina_set_settings"}},
+		"ina_unicast":  {[]key{{"hdr.ina.job_id", 16, p4configv1.MatchField_EXACT}, {"hdr.ina.bitmap", 32, p4configv1.MatchField_EXACT}}, []string{"ina_unicast_port", "NoAction"}},
 	}
 	info := mustLoad(t)
 	actionName := map[uint32]string{}

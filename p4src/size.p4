@@ -10,6 +10,8 @@
 // (job, port) pairs: a job has at most MAX_WORKERS worker ports plus result and transit ports.
 #define INA_JOB_SIZE      4096
 #define INA_PS_SIZE       MAX_JOBS
+// (job, worker bit) pairs: a port toward each worker of each job on the job's result path.
+#define INA_UNICAST_SIZE  4096
 #define JOB_EVENTS_SIZE   22528 // MAX_JOBS * NUM_EVENTS
 
 #endif // INA_SIZE_P4

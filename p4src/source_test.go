@@ -43,7 +43,7 @@ func TestBothBuildsDeclareProtocolTables(t *testing.T) {
 		for _, m := range tableDeclRE.FindAllStringSubmatch(src, -1) {
 			tables[m[1]] = true
 		}
-		for _, name := range []string{"ipv4_lpm", "ina_job", "ina_ps", "ina_settings"} {
+		for _, name := range []string{"ipv4_lpm", "ina_job", "ina_ps", "ina_settings", "ina_unicast"} {
 			if !tables[name] {
 				t.Errorf("%s: table %s not declared", build, name)
 			}

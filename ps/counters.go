@@ -18,6 +18,7 @@ type Counters struct {
 	Late            uint64 // chunk already complete, not a RESEND: dropped
 	TooOld          uint64 // chunk older than the kept horizon: dropped
 	ResendAnswered  uint64 // RESEND for a completed (or overflowed) chunk: result sent again
+	ResendUnicast   uint64 // of ResendAnswered: one worker's RESEND of a completed chunk, answered to it alone (FLAG_UNICAST)
 	OverflowIgnored uint64 // fixed-point data for a chunk on the overflow path: dropped
 	BadBitmap       uint64 // bitmap empty or with bits outside the job: dropped
 	PendingFull     uint64 // too many incomplete chunks for the job: dropped

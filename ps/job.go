@@ -133,7 +133,7 @@ func (j *job) handle(h *wire.Header, v *packed, r *resulter) {
 		if res, kept := j.kept.get(q); kept {
 			if h.Flags&wire.FlagResend != 0 {
 				j.c.ResendAnswered++
-				r.out(res)
+				r.resend(res, h.Bitmap, &j.c)
 			} else {
 				j.c.Late++
 			}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math"
 	"net"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -80,17 +81,56 @@ func TestMergeByBitmap(t *testing.T) {
 	if c != want {
 		t.Errorf("counters %v, want %v", c, want)
 	}
-	// A late duplicate is dropped; a RESEND is answered with the kept result, byte for byte.
+	// A late duplicate is dropped; a flushed partial's RESEND (two workers' bits) is answered with
+	// the kept result, byte for byte, to the group.
 	var first, again []byte
-	s.Handle(data(1, 6, 0b1111, 0, 1), func(b []byte) { first = b })
+	s.Handle(data(1, 6, 0b1111, 0, 1), func(b []byte) { first = slices.Clone(b) })
 	feed(t, s, data(1, 6, 0b0001, wire.FlagFlushed, 1))
-	s.Handle(data(1, 6, 0b0001, wire.FlagResend, 1), func(b []byte) { again = b })
+	s.Handle(data(1, 6, 0b0011, wire.FlagResend|wire.FlagFlushed, 1), func(b []byte) { again = slices.Clone(b) })
 	if first == nil || !bytes.Equal(first, again) {
 		t.Error("a late RESEND was not answered with the kept result")
 	}
 	c, _ = s.Counters(1)
-	if c.Late != 1 || c.ResendAnswered != 1 || c.Complete != 1 {
-		t.Errorf("late=%d resend_answered=%d complete=%d, want 1 each", c.Late, c.ResendAnswered, c.Complete)
+	if c.Late != 1 || c.ResendAnswered != 1 || c.Complete != 1 || c.ResendUnicast != 0 {
+		t.Errorf("late=%d resend_answered=%d complete=%d resend_unicast=%d, want 1, 1, 1, 0", c.Late, c.ResendAnswered, c.Complete, c.ResendUnicast)
+	}
+}
+
+// A RESEND of one worker for a completed chunk is answered to that worker alone: the kept result
+// with UNICAST and the worker's bit as the bitmap, everything else byte for byte; the kept result
+// is not changed by it (a later RESEND of several workers gets it as it was).
+func TestResendUnicast(t *testing.T) {
+	s := newServer(t, JobConfig{Job: 1, Workers: 4, Window: 8})
+	var kept []byte
+	s.Handle(data(1, 6, 0b1111, 0, 1), func(b []byte) { kept = slices.Clone(b) })
+	for _, bit := range []uint32{0b0100, 0b0001} {
+		var got []byte
+		n := 0
+		s.Handle(data(1, 6, bit, wire.FlagResend, 1), func(b []byte) { got = slices.Clone(b); n++ })
+		if n != 1 {
+			t.Fatalf("bit %b: %d answers, want 1", bit, n)
+		}
+		var f wire.Frame
+		if err := f.Unmarshal(got); err != nil {
+			t.Fatal(err)
+		}
+		if f.INA.Flags != wire.FlagUnicast || f.INA.Bitmap != bit || f.INA.Type != wire.TypeResult {
+			t.Errorf("bit %b: answer flags %v bitmap %b, want unicast and %b", bit, f.INA.Flags, f.INA.Bitmap, bit)
+		}
+		want := slices.Clone(kept)
+		wire.SetUnicast(want, bit)
+		if !bytes.Equal(got, want) {
+			t.Errorf("bit %b: the answer differs from the kept result beyond flags and bitmap", bit)
+		}
+	}
+	var again []byte
+	s.Handle(data(1, 6, 0b0110, wire.FlagResend|wire.FlagFlushed, 1), func(b []byte) { again = slices.Clone(b) })
+	if !bytes.Equal(again, kept) {
+		t.Error("the kept result changed after a unicast answer")
+	}
+	c, _ := s.Counters(1)
+	if c.ResendAnswered != 3 || c.ResendUnicast != 2 {
+		t.Errorf("resend_answered=%d resend_unicast=%d, want 3 and 2", c.ResendAnswered, c.ResendUnicast)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"net"
 	"sync"
 	"time"
@@ -212,9 +213,27 @@ func (s *Server) Pending(id uint16) (pending, kept int) {
 
 // resulter builds result frames and hands them to out, the emit function of the current Handle.
 type resulter struct {
-	tmpl   wire.Frame
-	out    func([]byte)
-	values packed // a result's values, encoded before its frame
+	tmpl    wire.Frame
+	out     func([]byte)
+	values  packed              // a result's values, encoded before its frame
+	unicast [wire.FrameLen]byte // a kept result re-addressed to one worker (resend)
+}
+
+// resend answers a RESEND from the workers of bitmap with the kept result res. A RESEND that
+// reached the PS as one worker's (the switch rewrote the worker's bitmap to its bit) gets a copy
+// with FLAG_UNICAST and that bit as the bitmap, which the switches deliver to that worker alone;
+// the kept copy stays as it is. A flushed partial's RESEND carries several workers' bits, and the
+// result goes to the job's group as the first time.
+func (r *resulter) resend(res []byte, bitmap uint32, c *Counters) {
+	if bits.OnesCount32(bitmap) != 1 {
+		r.out(res)
+		return
+	}
+	c.ResendUnicast++
+	u := r.unicast[:]
+	copy(u, res)
+	wire.SetUnicast(u, bitmap)
+	r.out(u)
 }
 
 // build encodes the result for h's (job, seq, slot) with flags and values (nil: zeros) into buf

@@ -110,6 +110,10 @@ func (s *P4RuntimeServer) tableEntries(p *pipeline, k tableKind, only *tableOp, 
 		for job, v := range s.sw.AllPS() {
 			ops = append(ops, psOp(job, v))
 		}
+	case tableUnicast:
+		for k, port := range s.sw.Unicasts() {
+			ops = append(ops, unicastOp(k, port))
+		}
 	}
 	slices.SortFunc(ops, compareOps)
 	for _, op := range ops {

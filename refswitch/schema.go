@@ -21,6 +21,7 @@ const (
 	tableJob
 	tablePS
 	tableSettings
+	tableUnicast
 	numTables
 )
 
@@ -35,6 +36,7 @@ const (
 	actNoAction
 	actSetPS
 	actSetSettings
+	actUnicastPort
 	numActions
 )
 
@@ -65,6 +67,7 @@ var tableSpecs = [numTables]tableSpec{
 	tableJob:      {"ina_job", []keySpec{{"job_id", 16, p4config.MatchField_EXACT}, {"ingress_port", 9, p4config.MatchField_EXACT}, {"member", 4, p4config.MatchField_EXACT}}, []actionKind{actWorker, actResult, actTransit}},
 	tablePS:       {"ina_ps", []keySpec{{"job_id", 16, p4config.MatchField_EXACT}}, []actionKind{actSetPS}},
 	tableSettings: {"ina_settings", nil, []actionKind{actSetSettings}},
+	tableUnicast:  {"ina_unicast", []keySpec{{"job_id", 16, p4config.MatchField_EXACT}, {"bitmap", 32, p4config.MatchField_EXACT}}, []actionKind{actUnicastPort}},
 }
 
 var actionSpecs = [numActions]actionSpec{
@@ -76,6 +79,7 @@ var actionSpecs = [numActions]actionSpec{
 	actNoAction:    {"NoAction", nil},
 	actSetPS:       {"ina_set_ps", []paramSpec{{"port", 9}, {"mac", 48}, {"ip", 32}}},
 	actSetSettings: {"ina_set_settings", []paramSpec{{"preempt", 1}, {"release_on_result", 1}, {"ecn_threshold", 19}, {"active_slots", 16}}},
+	actUnicastPort: {"ina_unicast_port", []paramSpec{{"port", 9}}},
 }
 
 type counterKind int

@@ -35,6 +35,8 @@ const (
 	aResult = "Ingress.job.ina_result"
 	aSetPS  = "Ingress.job.ina_set_ps"
 	aSet    = "Ingress.job.ina_set_settings"
+	tUni    = "Ingress.unicast.ina_unicast"
+	aUni    = "Ingress.unicast.ina_unicast_port"
 )
 
 // The go-client logs through logrus; its complaints when a test closes a stream are noise here.
@@ -120,7 +122,7 @@ func TestPipelinePushAndGet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(got.P4DeviceConfig) != `{"bmv2":"json"}` || len(got.P4Info.GetTables()) != 4 {
+	if string(got.P4DeviceConfig) != `{"bmv2":"json"}` || len(got.P4Info.GetTables()) != 5 {
 		t.Fatalf("GetFwdPipe: device config %q, %d tables", got.P4DeviceConfig, len(got.P4Info.GetTables()))
 	}
 	// A second push resets the model.
@@ -218,6 +220,43 @@ func TestSaveThenCommit(t *testing.T) {
 	}
 	if _, ok := sw.PS(3); !ok {
 		t.Fatal("RECONCILE_AND_COMMIT lost the ina_ps entry")
+	}
+}
+
+// ina_unicast entries are written into the model, read back, refused with two bits, and deleted.
+func TestUnicastWriteRead(t *testing.T) {
+	sw, _, cl := pushed(t)
+	ctx := context.Background()
+	key := func(job uint16, bitmap uint32) map[string]client.MatchInterface {
+		return map[string]client.MatchInterface{
+			"hdr.ina.job_id": &client.ExactMatch{Value: u16(job)},
+			"hdr.ina.bitmap": &client.ExactMatch{Value: u32(bitmap)},
+		}
+	}
+	if err := cl.InsertTableEntry(ctx, cl.NewTableEntry(tUni, key(5, 4), cl.NewTableActionDirect(aUni, [][]byte{u16(3)}), nil)); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := sw.Unicast(model.UnicastKey{Job: 5, Bitmap: 4}); !ok || p != 3 {
+		t.Fatalf("model entry: port %d %v, want 3", p, ok)
+	}
+	if got := updateCode(t, cl.InsertTableEntry(ctx, cl.NewTableEntry(tUni, key(5, 4), cl.NewTableActionDirect(aUni, [][]byte{u16(3)}), nil))); got != codes.AlreadyExists {
+		t.Fatalf("duplicate insert: %v", got)
+	}
+	if got := updateCode(t, cl.InsertTableEntry(ctx, cl.NewTableEntry(tUni, key(5, 6), cl.NewTableActionDirect(aUni, [][]byte{u16(3)}), nil))); got != codes.InvalidArgument {
+		t.Fatalf("a bitmap of two bits: %v, want InvalidArgument", got)
+	}
+	entries, err := cl.ReadTableEntryWildcard(ctx, tUni)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || string(entries[0].GetAction().GetAction().GetParams()[0].Value) != "\x03" {
+		t.Fatalf("read back %v", entries)
+	}
+	if err := cl.DeleteTableEntry(ctx, cl.NewTableEntry(tUni, key(5, 4), nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := sw.Unicast(model.UnicastKey{Job: 5, Bitmap: 4}); ok {
+		t.Fatal("the deleted entry is still in the model")
 	}
 }
 

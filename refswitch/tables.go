@@ -73,7 +73,7 @@ func (p *pipeline) tableAllows(k tableKind, a actionKind, deflt bool) bool {
 			return true
 		}
 	}
-	return deflt && a == actNoAction && (k == tableJob || k == tablePS)
+	return deflt && a == actNoAction && (k == tableJob || k == tablePS || k == tableUnicast)
 }
 
 func (p *pipeline) decodeKeys(op *tableOp, match []*p4v1.FieldMatch) error {
@@ -251,6 +251,14 @@ func (op *tableOp) psEntry() model.PSEntry {
 func psOp(job uint16, e model.PSEntry) *tableOp {
 	ip := uint64(e.IP[0])<<24 | uint64(e.IP[1])<<16 | uint64(e.IP[2])<<8 | uint64(e.IP[3])
 	return &tableOp{table: tablePS, keys: []uint64{uint64(job)}, action: actSetPS, params: []uint64{uint64(e.Port), macUint(e.MAC), ip}}
+}
+
+func (op *tableOp) unicastKey() model.UnicastKey {
+	return model.UnicastKey{Job: uint16(op.keys[0]), Bitmap: uint32(op.keys[1])}
+}
+
+func unicastOp(k model.UnicastKey, port uint16) *tableOp {
+	return &tableOp{table: tableUnicast, keys: []uint64{uint64(k.Job), uint64(k.Bitmap)}, action: actUnicastPort, params: []uint64{uint64(port)}}
 }
 
 func (op *tableOp) settings() model.Settings {

@@ -105,6 +105,8 @@ func (s *P4RuntimeServer) writeTable(p *pipeline, t p4v1.Update_Type, e *p4v1.Ta
 		return s.writeJob(t, op)
 	case tablePS:
 		return s.writePS(t, op)
+	case tableUnicast:
+		return s.writeUnicast(t, op)
 	}
 	return invalid("table %s is keyless: modify its default entry instead", p.tableName[op.table])
 }
@@ -193,6 +195,21 @@ func (s *P4RuntimeServer) writePS(t p4v1.Update_Type, op *tableOp) error {
 		return nil
 	}
 	return modelErr("ina_ps", s.sw.SetPS(job, op.psEntry()))
+}
+
+func (s *P4RuntimeServer) writeUnicast(t p4v1.Update_Type, op *tableOp) error {
+	k := op.unicastKey()
+	_, exists := s.sw.Unicast(k)
+	switch {
+	case t == p4v1.Update_INSERT && exists:
+		return status.Errorf(codes.AlreadyExists, "table ina_unicast: an entry for job %d bitmap %#x exists", k.Job, k.Bitmap)
+	case t != p4v1.Update_INSERT && !exists:
+		return status.Errorf(codes.NotFound, "table ina_unicast: no entry for job %d bitmap %#x", k.Job, k.Bitmap)
+	case t == p4v1.Update_DELETE:
+		s.sw.DeleteUnicast(k)
+		return nil
+	}
+	return modelErr("ina_unicast", s.sw.SetUnicast(k, uint16(op.params[0])))
 }
 
 // modelErr turns the model's refusal of a value into INVALID_ARGUMENT naming the table.

@@ -197,6 +197,7 @@ iteration all-reduce, $T, 5% loss: p99|tail0.05_p99_ms|ms|p50|tail0.05_p50_ms|
 iteration all-reduce, $T, 5% loss: max|tail0.05_max_ms|ms|p50|tail0.05_p50_ms|
 iteration goodput/worker, $T, 1% loss|tail0.01_goodput|Mbit/s|clean|tail0_goodput|
 iteration goodput/worker, $T, 5% loss|tail0.05_goodput|Mbit/s|clean|tail0_goodput|
+result frames a worker receives per chunk, $T, 1% loss|tail0.01_result_frames|frames|clean|tail0_result_frames|
 PS merge, 8 workers, no INA|merge|GB/s (CPU)|copy()|copy|>= 0.25
 worker CPU per chunk, in memory|agents_worker_ns|ns|target|=250|<= 1.00
 PS CPU per chunk, in memory|agents_ps_ns|ns|target|=150|<= 1.00

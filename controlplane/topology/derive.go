@@ -15,7 +15,8 @@ import (
 // and for every job, on every switch its traffic crosses, the ina_ps entry (the port towards the PS),
 // the local members with their worker bits (rank in the job's worker list) and member indices (a
 // host listed several times has a worker per listing behind its one port), transit ports, and the
-// result entry with a multicast group (id = job id) towards every port that leads to a worker.
+// result entry with a multicast group (id = job id) towards every port that leads to a worker and,
+// for each worker behind another switch below, the port of the branch toward it (ina_unicast).
 // endpoints says how to reach each switch.
 func (t *Topology) Derive(endpoints map[string]Endpoint) (*controlplane.Config, error) {
 	g, err := t.graph()
@@ -105,6 +106,7 @@ func (t *Topology) deriveJob(g graph, j Job) (*controlplane.JobConfig, error) {
 		down[sw][port] = true
 	}
 	members := MemberIndices(j.Workers)
+	unicast := map[string][]controlplane.UnicastPort{} // switch -> the branch toward each worker below it
 	for rank, w := range j.Workers {
 		if _, ok := t.Hosts[w]; !ok {
 			return nil, fmt.Errorf("worker %q is not a host", w)
@@ -125,27 +127,30 @@ func (t *Topology) deriveJob(g graph, j Job) (*controlplane.JobConfig, error) {
 		port := portTowards(g, tor, w)
 		p := part(tor)
 		p.Members = append(p.Members, controlplane.Member{Port: port, Member: members[rank], WorkerBit: rank})
-		if members[rank] > 0 {
-			continue // the host's first worker added the port and the path above it
-		}
-		addDown(tor, port)
-		// Every switch above the ToR sees the partial arrive from its child: a transit port.
+		// Every switch above the ToR sees the partial arrive from its child: a transit port. The
+		// same port is the result's branch toward each worker below it (its ina_unicast entry).
 		child, sw := tor, tr.parent[tor]
 		for sw != j.PS {
 			in := portTowards(g, sw, child)
 			up := part(sw)
-			if !slices.Contains(up.TransitPorts, in) && !hasMember(up, in) {
-				up.TransitPorts = append(up.TransitPorts, in)
+			unicast[sw] = append(unicast[sw], controlplane.UnicastPort{WorkerBit: rank, Port: in})
+			if members[rank] == 0 { // the host's first worker adds the port
+				if !slices.Contains(up.TransitPorts, in) && !hasMember(up, in) {
+					up.TransitPorts = append(up.TransitPorts, in)
+				}
+				addDown(sw, in)
 			}
-			addDown(sw, in)
 			child, sw = sw, tr.parent[sw]
+		}
+		if members[rank] == 0 {
+			addDown(tor, port)
 		}
 	}
 	jc := &controlplane.JobConfig{ID: j.ID, PriorityCap: j.PriorityCap, INA: j.INA}
 	for _, sw := range slices.Sorted(maps.Keys(parts)) {
 		p := parts[sw]
 		ports := slices.Sorted(maps.Keys(down[sw]))
-		p.Result = &controlplane.ResultConfig{Port: tr.up[sw], MulticastGroup: j.ID, Ports: ports}
+		p.Result = &controlplane.ResultConfig{Port: tr.up[sw], MulticastGroup: j.ID, Ports: ports, Unicast: unicast[sw]}
 		sort.Ints(p.TransitPorts)
 		jc.Switches = append(jc.Switches, *p)
 	}

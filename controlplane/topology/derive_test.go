@@ -95,6 +95,15 @@ func TestTwoRacks(t *testing.T) {
 	if !reflect.DeepEqual(tor2.Result.Ports, []int{1, 2, 4}) || tor2.Result.Port != 5 {
 		t.Errorf("tor2 result = %+v", tor2.Result)
 	}
+	// ina_unicast: the branch toward each worker behind another switch; tor1's workers are its
+	// members (their own ports), and on the way down from the PS each hop points toward tor1.
+	away := []controlplane.UnicastPort{{WorkerBit: 0, Port: 4}, {WorkerBit: 1, Port: 4}}
+	if len(tor1.Result.Unicast) != 0 || !reflect.DeepEqual(tor2.Result.Unicast, away) {
+		t.Errorf("unicast: tor1 %+v, tor2 %+v, want none and %+v", tor1.Result.Unicast, tor2.Result.Unicast, away)
+	}
+	if want := []controlplane.UnicastPort{{WorkerBit: 0, Port: 1}, {WorkerBit: 1, Port: 1}}; !reflect.DeepEqual(spine.Result.Unicast, want) {
+		t.Errorf("spine unicast = %+v, want %+v", spine.Result.Unicast, want)
+	}
 }
 
 // A host listed twice runs two workers of the job behind its one ToR port: members 0 and 1 there,
@@ -129,8 +138,13 @@ func TestTwoWorkersPerHost(t *testing.T) {
 	if !reflect.DeepEqual(tor2.Members, want) || !reflect.DeepEqual(tor2.Result.Ports, []int{1, 4}) {
 		t.Errorf("tor2 = %+v", tor2)
 	}
-	if spine := part(t, cfg, 3, "spine"); !reflect.DeepEqual(spine.TransitPorts, []int{1}) {
+	spine := part(t, cfg, 3, "spine")
+	if !reflect.DeepEqual(spine.TransitPorts, []int{1}) {
 		t.Errorf("spine transit = %v", spine.TransitPorts)
+	}
+	// Every worker of tor1, the second of a host too, has its branch on the way down.
+	if want := []controlplane.UnicastPort{{WorkerBit: 0, Port: 1}, {WorkerBit: 2, Port: 1}, {WorkerBit: 4, Port: 1}}; !reflect.DeepEqual(spine.Result.Unicast, want) {
+		t.Errorf("spine unicast = %+v, want %+v", spine.Result.Unicast, want)
 	}
 	if got := MemberIndices([]string{"a", "b", "a", "a"}); !reflect.DeepEqual(got, []int{0, 0, 1, 2}) {
 		t.Errorf("MemberIndices = %v", got)

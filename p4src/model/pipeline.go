@@ -134,7 +134,9 @@ func (s *Switch) out(job uint16, f []byte) []Output {
 }
 
 // result replicates a result to the job's multicast group, except back out the port it came in
-// on; in ATP mode it frees the slot first. Group 0 and a group never configured have no ports.
+// on; in ATP mode it frees the slot first. Group 0 and a group never configured have no ports. A
+// FLAG_UNICAST result whose (job, bitmap) has an ina_unicast entry leaves by that port alone (not
+// back out its ingress port either); without one it is replicated as any result.
 func (s *Switch) result(inPort uint16, h *inaHeader, e *JobEntry, f []byte) []Output {
 	if s.settings.ReleaseOnResult && h.slot < s.settings.slots() {
 		if sl := &s.slots[h.slot]; !sl.Free() && sl.Job == h.job && sl.Seq == h.seq {
@@ -142,6 +144,16 @@ func (s *Switch) result(inPort uint16, h *inaHeader, e *JobEntry, f []byte) []Ou
 		}
 	}
 	s.count(int(h.job), wire.EventResult, len(f))
+	if h.flags&wire.FlagUnicast != 0 {
+		if p, ok := s.unicast[UnicastKey{Job: h.job, Bitmap: be32(f[offBitmap:])}]; ok {
+			if p == inPort {
+				return nil
+			}
+			c := s.frame(len(f))
+			copy(c, f)
+			return s.single(p, c)
+		}
+	}
 	outs := s.multi[:0]
 	for _, p := range s.groups[e.McastGroup] {
 		if p == inPort {

@@ -61,6 +61,7 @@ type Switch struct {
 	ps        [wire.MaxJobs]psSlot
 	routes    []Route // longest prefix first
 	groups    map[uint16][]uint16
+	unicast   map[UnicastKey]uint16
 	events    [wire.NumEvents]Counter
 	jobEvents [wire.MaxJobs][wire.NumEvents]Counter
 	slots     [wire.NumSlots]Slot
@@ -89,6 +90,7 @@ func (s *Switch) reset() {
 	s.ps = [wire.MaxJobs]psSlot{}
 	s.routes = nil
 	s.groups = map[uint16][]uint16{}
+	s.unicast = map[UnicastKey]uint16{}
 	s.events = [wire.NumEvents]Counter{}
 	s.jobEvents = [wire.MaxJobs][wire.NumEvents]Counter{}
 	s.slots = [wire.NumSlots]Slot{}

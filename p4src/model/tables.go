@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/bits"
 	"net/netip"
 	"slices"
@@ -60,6 +61,13 @@ type PSEntry struct {
 	Port uint16
 	MAC  [6]byte
 	IP   [4]byte
+}
+
+// UnicastKey is the key of the ina_unicast table: a job and a result's bitmap, the one bit of the
+// worker a FLAG_UNICAST result is for.
+type UnicastKey struct {
+	Job    uint16
+	Bitmap uint32
 }
 
 // Route is an ipv4_lpm entry with the ipv4_forward action.
@@ -192,6 +200,48 @@ func (s *Switch) AllPS() map[uint16]PSEntry {
 		}
 	}
 	return m
+}
+
+// SetUnicast inserts or modifies an ina_unicast entry: a FLAG_UNICAST result of k.Job whose bitmap
+// is k.Bitmap (a worker's bit) leaves by port alone.
+func (s *Switch) SetUnicast(k UnicastKey, port uint16) error {
+	if err := checkJob(k.Job); err != nil {
+		return err
+	}
+	if err := checkPort(port); err != nil {
+		return err
+	}
+	if bits.OnesCount32(k.Bitmap) != 1 {
+		return fmt.Errorf("%w: ina_unicast bitmap %#x must have exactly one bit set (a worker's bit)", ErrInvalid, k.Bitmap)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unicast[k] = port
+	return nil
+}
+
+// DeleteUnicast removes an ina_unicast entry and reports whether it existed.
+func (s *Switch) DeleteUnicast(k UnicastKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.unicast[k]
+	delete(s.unicast, k)
+	return ok
+}
+
+// Unicast returns the port of an ina_unicast entry.
+func (s *Switch) Unicast(k UnicastKey) (uint16, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.unicast[k]
+	return p, ok
+}
+
+// Unicasts returns a copy of the ina_unicast table.
+func (s *Switch) Unicasts() map[UnicastKey]uint16 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.unicast)
 }
 
 // SetRoute inserts or modifies an ipv4_lpm entry. The prefix is stored masked.

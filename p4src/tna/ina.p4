@@ -15,6 +15,7 @@
 #include "include/control/settings.p4"
 #include "include/control/validation.p4"
 #include "include/control/job_lookup.p4"
+#include "include/control/result_unicast.p4"
 #include "include/control/slot_values.p4"
 #include "include/control/slot_state.p4"
 #include "include/control/ina_forwarding.p4"
@@ -44,6 +45,7 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
     Validation() validation;
     PsLookup() ps_lookup;
     JobLookup() job_lookup;
+    ResultUnicast() result_unicast;
     SlotEntry() slot_entry;
     SlotTag(slot_tag) slot_tag_access;
     SlotDecision(slot_seq) slot_decision;
@@ -58,6 +60,7 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
     apply {
         settings.apply(hdr, md);
         ps_lookup.apply(hdr, md);
+        result_unicast.apply(hdr, md);
         if (md.first_pass == 0 && hdr.recirc.lane_op != LANE_NONE) {
             lane_pass.apply(hdr, md);
         } else {

@@ -14,6 +14,7 @@
 #include "include/control/validation.p4"
 #include "include/control/job_lookup.p4"
 #include "include/control/slot_aggregation.p4"
+#include "include/control/result_unicast.p4"
 #include "include/control/ina_forwarding.p4"
 #include "include/control/ipv4_forwarding.p4"
 #include "include/control/ecn_marking.p4"
@@ -23,6 +24,7 @@ control InaIngress(inout headers_t hdr, inout ina_meta_t meta, inout standard_me
     Validation() validation;
     JobLookup() job_lookup;
     SlotAggregation() slot_aggregation;
+    ResultUnicast() result_unicast;
     InaForwarding() ina_forwarding;
     Ipv4Forwarding() ipv4_forwarding;
     EventCounting() event_counting;
@@ -39,6 +41,7 @@ control InaIngress(inout headers_t hdr, inout ina_meta_t meta, inout standard_me
                     (meta.event == EVENT_RESULT && meta.release_on_result == 1)) {
                 slot_aggregation.apply(hdr, meta);
             }
+            result_unicast.apply(hdr, meta);
             ina_forwarding.apply(hdr, meta, standard_metadata);
         } else {
             ipv4_forwarding.apply(hdr, meta, standard_metadata);

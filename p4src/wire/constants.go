@@ -62,6 +62,7 @@ const (
 	FlagStale     Flags = 0x0080 // carries an older seq's partial taken over by a newer seq
 	FlagFloat     Flags = 0x0100 // with bypass: values are float32 bit patterns
 	FlagCorrupt   Flags = 0x0200 // result: a packet failed the integrity check; resend with bypass
+	FlagUnicast   Flags = 0x0400 // result: deliver to the one worker whose bit is the bitmap (ina_unicast)
 
 	// WorkerFlags are the flags a worker may set; the switch clears the others on ingress.
 	WorkerFlags = FlagResend | FlagBypass | FlagECN | FlagFloat
@@ -74,6 +75,7 @@ var flagNames = []struct {
 	{FlagResend, "resend"}, {FlagCollision, "collision"}, {FlagPreempted, "preempted"},
 	{FlagFlushed, "flushed"}, {FlagBypass, "bypass"}, {FlagOverflow, "overflow"},
 	{FlagECN, "ecn"}, {FlagStale, "stale"}, {FlagFloat, "float"}, {FlagCorrupt, "corrupt"},
+	{FlagUnicast, "unicast"},
 }
 
 // FlagByName returns the flag with the given lower-case name.

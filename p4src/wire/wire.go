@@ -380,3 +380,13 @@ func (t *Template) Stamp(id uint16, flags Flags, slot uint16, seq uint32) []byte
 func (t *Template) Values() *[4 * NumValues]byte {
 	return (*[4 * NumValues]byte)(t.b[FrameLen-4*NumValues:])
 }
+
+// SetUnicast turns a result frame (FrameLen bytes) into the answer for one worker: FlagUnicast
+// added to its flags and bit, that worker's bit, as its bitmap, which the switches' ina_unicast
+// entries deliver to that worker alone. Neither field is in the IPv4 header or the integrity lane,
+// and the UDP checksum is 0, so nothing else changes.
+func SetUnicast(frame []byte, bit uint32) {
+	w := binary.BigEndian.Uint16(frame[44:])
+	binary.BigEndian.PutUint16(frame[44:], w|uint16(FlagUnicast))
+	binary.BigEndian.PutUint32(frame[54:], bit)
+}

@@ -58,6 +58,14 @@ func (m *ModelTarget) Setup(s *Setup) error {
 			return err
 		}
 	}
+	for _, u := range s.Unicast {
+		if u.WorkerBit >= wire.MaxWorkers {
+			return fmt.Errorf("unicast worker_bit %d is not a rank 0..31", u.WorkerBit)
+		}
+		if err := sw.SetUnicast(model.UnicastKey{Job: u.Job, Bitmap: 1 << u.WorkerBit}, u.Port); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

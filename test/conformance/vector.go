@@ -31,6 +31,7 @@ type Setup struct {
 	PS       []PSSpec      `json:"ps"`
 	Jobs     []JobSpec     `json:"jobs"`
 	Mcast    []McastSpec   `json:"mcast"`
+	Unicast  []UnicastSpec `json:"unicast"`
 }
 
 // SettingsSpec is ina_settings; an omitted field keeps the P4 program's initial default.
@@ -72,6 +73,14 @@ type JobSpec struct {
 
 // Enabled is INAEnabled with its default applied.
 func (j JobSpec) Enabled() bool { return j.INAEnabled == nil || *j.INAEnabled }
+
+// UnicastSpec is an ina_unicast entry: a FLAG_UNICAST result of Job whose bitmap is the bit of
+// rank WorkerBit leaves by Port.
+type UnicastSpec struct {
+	Job       uint16 `json:"job"`
+	WorkerBit uint8  `json:"worker_bit"`
+	Port      uint16 `json:"port"`
+}
 
 // McastSpec is a multicast group.
 type McastSpec struct {

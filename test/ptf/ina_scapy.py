@@ -34,7 +34,7 @@ TYPES = {TYPE_DATA: "data", TYPE_RESULT: "result"}
 
 # Flag names in bit order (bit 0 = 0x0001), as vectors spell them.
 FLAG_NAMES = ["resend", "collision", "preempted", "flushed", "bypass", "overflow", "ecn",
-              "stale", "float", "corrupt"]
+              "stale", "float", "corrupt", "unicast"]
 # The flags are the low 12 bits of their 16-bit word; the top 4 are the member index.
 FLAGS_BITS = 12
 MAX_MEMBERS = 16

@@ -103,6 +103,9 @@ class VectorTest(P4RuntimeTest):
                 self.fail("unknown role %r" % role)
         for g in setup.get("mcast", []):
             self.insert_multicast_group(g["group"], g["ports"])
+        for u in setup.get("unicast", []):
+            self.insert_table_entry("ina_unicast", {"hdr.ina.job_id": u["job"], "hdr.ina.bitmap": 1 << u["worker_bit"]},
+                                    "ina_unicast_port", {"port": u["port"]})
 
     def read_events(self):
         """Event counters as the protocol defines them. The TNA build keeps egress's ecn_marked in

@@ -92,6 +92,10 @@ struct ig_meta_t {
     mac_addr_t  ps_mac;
     ipv4_addr_t ps_ip;
 
+    // ina_unicast
+    bit<1>      unicast_hit;
+    PortId_t    unicast_port;
+
     // ina_job
     bit<2>      role;
     bitmap_t    worker_bit;

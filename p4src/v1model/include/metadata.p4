@@ -28,7 +28,7 @@ struct ina_meta_t {
     bit<1>      overflow;      // count `overflow` in addition
     bit<1>      evicted;       // count `evicted` for evicted_job
     job_id_t    evicted_job;
-    bit<2>      egress_to;     // OUT_*
+    bit<3>      egress_to;     // OUT_*
 
     // ina_settings
     bit<1>      preempt;
@@ -49,6 +49,9 @@ struct ina_meta_t {
     bit<8>      priority_cap;
     bit<1>      ina_enabled;
     bit<16>     mcast_group;
+
+    // ina_unicast
+    bit<9>      unicast_port;
 }
 
 #endif // INA_V1MODEL_METADATA_P4

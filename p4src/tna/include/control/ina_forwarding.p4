@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Where an INA packet goes after a pass: round the recirculation port again (lanes to sum, or a
 // slot to free), or, on its final pass, to the PS of the job it carries, to the job's
-// multicast group, or nowhere. One if-else chain of single actions, so the outcomes are exclusive
+// multicast group, to one worker's port (a result with an ina_unicast hit), or nowhere. One if-else chain of single actions, so the outcomes are exclusive
 // and placed in one stage.
 #ifndef INA_TNA_INA_FORWARDING_P4
 #define INA_TNA_INA_FORWARDING_P4
@@ -54,6 +54,12 @@ control InaForwarding(inout headers_t hdr, inout ig_meta_t md,
         bridge(1);
     }
 
+    // OUT_UNICAST of the v1model build: a result ResultUnicast found the worker's port for.
+    action to_worker() {
+        ig_tm_md.ucast_egress_port = md.unicast_port;
+        bridge(1);
+    }
+
     // Consumed, dropped, or an evicted partial whose job's PS entry is gone (counted
     // drop_unknown_job by EventCounting).
     action drop() {
@@ -71,6 +77,8 @@ control InaForwarding(inout headers_t hdr, inout ig_meta_t md,
             recirculate_release();
         } else if (hdr.recirc.egress_to == OUT_PS && md.ps_hit == 1) {
             to_ps();
+        } else if (hdr.recirc.egress_to == OUT_MCAST && md.unicast_hit == 1) {
+            to_worker();
         } else if (hdr.recirc.egress_to == OUT_MCAST && hdr.recirc.mcast_group != 0) {
             to_group();
         } else {

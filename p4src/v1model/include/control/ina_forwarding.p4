@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Sends an INA packet where the slot logic decided: to the PS of the job it carries, to the job's
-// multicast group, into a second pass (an evicted partial of another job), or nowhere. Group 0
+// multicast group, to one worker's port (a unicast result), into a second pass (an evicted partial of another job), or nowhere. Group 0
 // replicates nothing (left to v1model, the packet would go to port 0).
 #ifndef INA_V1MODEL_INA_FORWARDING_P4
 #define INA_V1MODEL_INA_FORWARDING_P4
@@ -15,6 +15,9 @@ control InaForwarding(inout headers_t hdr, inout ina_meta_t meta, inout standard
             hdr.udp.checksum = 0;
         } else if (meta.egress_to == OUT_MCAST && meta.mcast_group != 0) {
             sm.mcast_grp = meta.mcast_group;
+            hdr.udp.checksum = 0;
+        } else if (meta.egress_to == OUT_UNICAST) {
+            sm.egress_spec = meta.unicast_port;
             hdr.udp.checksum = 0;
         } else if (meta.egress_to == OUT_EVICT) {
             // ina_ps was applied for the incoming job; the evicted job's PS is looked up on a
