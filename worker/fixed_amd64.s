@@ -108,7 +108,8 @@ dloop:
 // gives the same integer as in float64 (the upper bound, or 0); and a sum converted to float32
 // and multiplied by 1/scale is rounded once, as float32(float64(v)/scale) is. Rounding as above
 // with 0.5-2^-25; VCVTTPS2DQ gives 0x80000000 for NaN and out of range, which is right below -2^31
-// and turned into 0x7fffffff (XOR with an all-ones mask) where v is not below 2^31 or NaN.
+// and turned into 0x7fffffff (XOR with an all-ones mask) where v is not below 2^31 or NaN. Any n:
+// the last n mod 8 values take one more step with a VPMASKMOVD load and store (tailmask).
 
 DATA signbit32<>+0x00(SB)/4, $0x80000000
 GLOBL signbit32<>(SB), RODATA|NOPTR, $4
