@@ -80,10 +80,13 @@ type memLoop struct {
 	frames       int
 	emit         func([]byte)
 	closed       bool
+	clock        bool // read the thread's CPU clock around each stage (one thread only: see runMem)
 }
 
-func newMemLoop(window, threads int, noIntegrity bool) (*memLoop, error) {
-	l := &memLoop{sw: model.New()}
+// newMemLoop returns a loop through its own switch model to srv, the PS (or one lane of it) of a
+// job of one worker with window slots; clock says whether Flush reads the thread's CPU clock.
+func newMemLoop(window int, srv *ps.Server, clock bool) (*memLoop, error) {
+	l := &memLoop{sw: model.New(), ps: srv, clock: clock}
 	st := model.DefaultSettings()
 	st.ActiveSlots = uint16(window)
 	l.sw.SetSettings(st)
@@ -101,14 +104,7 @@ func newMemLoop(window, threads int, noIntegrity bool) (*memLoop, error) {
 	if err := l.sw.SetMcastGroup(1, []uint16{memWorkerPort}); err != nil {
 		return nil, err
 	}
-	srv, err := ps.New(ps.Config{MAC: memPSMAC, IP: memPSIP,
-		Jobs: []ps.JobConfig{{Job: 1, Workers: 1, Window: window, NoIntegrity: noIntegrity}}})
-	if err != nil {
-		return nil, err
-	}
-	l.ps = srv
 	l.emit = func(b []byte) { c := l.net.get(); l.rx = append(l.rx, c[:copy(c, b)]) }
-	_ = threads
 	return l, nil
 }
 
@@ -134,7 +130,10 @@ func (l *memLoop) Flush() error {
 		return nil
 	}
 	l.net.used, l.rx, l.rxHead, l.toPS = 0, l.rx[:0], 0, l.toPS[:0]
-	t0 := threadCPU()
+	var t0, t1, t2, t3 time.Duration
+	if l.clock {
+		t0 = threadCPU()
+	}
 	for _, f := range l.txq {
 		l.outs = l.sw.ProcessAppend(l.outs[:0], memWorkerPort, f)
 		for _, o := range l.outs {
@@ -145,9 +144,13 @@ func (l *memLoop) Flush() error {
 	}
 	l.frames += len(l.txq)
 	l.txq, l.tx.used = l.txq[:0], 0
-	t1 := threadCPU()
+	if l.clock {
+		t1 = threadCPU()
+	}
 	l.ps.HandleBatch(l.toPS, l.emit) // results land in rx, to go through the switch next
-	t2 := threadCPU()
+	if l.clock {
+		t2 = threadCPU()
+	}
 	results := len(l.rx)
 	for i := 0; i < results; i++ {
 		l.outs = l.sw.ProcessAppend(l.outs[:0], memPSPort, l.rx[i])
@@ -158,9 +161,11 @@ func (l *memLoop) Flush() error {
 		}
 	}
 	l.rxHead = results // the PS's frames are behind us: the worker reads the switch's copies
-	t3 := threadCPU()
-	l.swCPU += t1 - t0 + t3 - t2
-	l.psCPU += t2 - t1
+	if l.clock {
+		t3 = threadCPU()
+		l.swCPU += t1 - t0 + t3 - t2
+		l.psCPU += t2 - t1
+	}
 	return nil
 }
 
@@ -196,18 +201,30 @@ func (r memResult) perChunk(d time.Duration) float64 {
 }
 
 // memOpts is an in-memory run: a float32 tensor of size values all-reduced iters times, on threads
-// worker threads.
+// worker threads. With split (one thread only) the loop reads the thread's CPU clock around each
+// stage of a batch, which splits the CPU into the worker's, the switch's and the PS's: four system
+// calls a batch, some 40 ns a chunk on this host, left out of a run without it.
 type memOpts struct {
 	size, iters, window, threads int
-	noIntegrity                  bool
+	noIntegrity, split           bool
 }
 
 // runMem runs one worker (threads threads, each with its loop) for o.iters all-reduce calls.
 func runMem(o memOpts) (memResult, error) {
 	loops := make([]*memLoop, o.threads)
 	ts := make([]transport.Transport, o.threads)
+	// The PS on as many lanes as the worker has threads, as ina-ps -threads runs it: thread k's
+	// loop goes to lane k, which expects the seqs of its lane (a plain server given every other seq
+	// left half its seq table unused and looked up the rest in a map, in the two-thread run only).
+	psg, err := ps.NewGroup(ps.Config{MAC: memPSMAC, IP: memPSIP,
+		Jobs: []ps.JobConfig{{Job: 1, Workers: 1, Window: o.window, NoIntegrity: o.noIntegrity}}}, o.threads)
+	if err != nil {
+		return memResult{}, err
+	}
 	for i := range loops {
-		l, err := newMemLoop(o.window, o.threads, o.noIntegrity)
+		// The thread clock is read for one thread only: a group's threads move between OS threads
+		// and are timed by the process's CPU.
+		l, err := newMemLoop(o.window, psg.Lane(i), o.split && o.threads == 1)
 		if err != nil {
 			return memResult{}, err
 		}
@@ -299,8 +316,9 @@ type agentsOpts struct {
 // back to back, and a ratio is the median of the pairs' ratios):
 //
 //   - in memory (runMem: one worker, the switch model and the PS, float32 calls of o.size values):
-//     worker_ns, ps_ns and switch_ns, CPU per chunk on one thread; t1_cps and t2_cps, chunks per
-//     second of wall time on one and on two threads; scaling, t2 / t1; t1_proc_ns and t2_proc_ns,
+//     worker_ns, ps_ns and switch_ns, CPU per chunk on one thread (a run with the clock split);
+//     t1_cps and t2_cps, chunks per second of wall time on one and on two threads (runs without
+//     it, as the rest); scaling, t2 / t1; t1_proc_ns and t2_proc_ns,
 //     the process's CPU per chunk (every part and the runtime) on one and two threads, and
 //     t1_cores and t2_cores, that CPU over the wall time: the cores the host gave the run (t2/t1
 //     is the cores ratio over the CPU-per-chunk ratio); host_t1 and host_t2, a spin loop's steps
@@ -315,6 +333,12 @@ func agents(o agentsOpts) (map[string]float64, error) {
 		// The host's own 2/1 first: the same work on one and on two threads, nothing shared.
 		a, b := spinRate(1), spinRate(2)
 		h1, h2 = append(h1, a), append(h2, b)
+		// One thread twice: with the clock split for the parts' CPU, and as the two threads run,
+		// without it, for the ratios (the clock's system calls would be the one thread's alone).
+		r1s, err := runMem(memOpts{size: o.size, iters: o.iters, window: o.window, threads: 1, split: true})
+		if err != nil {
+			return nil, fmt.Errorf("in memory, 1 thread: %w", err)
+		}
 		r1, err := runMem(memOpts{size: o.size, iters: o.iters, window: o.window, threads: 1})
 		if err != nil {
 			return nil, fmt.Errorf("in memory, 1 thread: %w", err)
@@ -324,7 +348,7 @@ func agents(o agentsOpts) (map[string]float64, error) {
 			return nil, fmt.Errorf("in memory, 2 threads: %w", err)
 		}
 		c1, c2 := float64(r1.chunks)/r1.wall.Seconds(), float64(r2.chunks)/r2.wall.Seconds()
-		w, p, s = append(w, r1.perChunk(r1.worker)), append(p, r1.perChunk(r1.psCP)), append(s, r1.perChunk(r1.switches))
+		w, p, s = append(w, r1s.perChunk(r1s.worker)), append(p, r1s.perChunk(r1s.psCP)), append(s, r1s.perChunk(r1s.switches))
 		t1, t2, sc = append(t1, c1), append(t2, c2), append(sc, c2/c1)
 		pc1, pc2 = append(pc1, r1.perChunk(r1.proc)), append(pc2, r2.perChunk(r2.proc))
 		co1, co2 = append(co1, r1.proc.Seconds()/r1.wall.Seconds()), append(co2, r2.proc.Seconds()/r2.wall.Seconds())

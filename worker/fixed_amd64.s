@@ -108,7 +108,8 @@ dloop:
 // gives the same integer as in float64 (the upper bound, or 0); and a sum converted to float32
 // and multiplied by 1/scale is rounded once, as float32(float64(v)/scale) is. Rounding as above
 // with 0.5-2^-25; VCVTTPS2DQ gives 0x80000000 for NaN and out of range, which is right below -2^31
-// and turned into 0x7fffffff (XOR with an all-ones mask) where v is not below 2^31 or NaN.
+// and turned into 0x7fffffff (XOR with an all-ones mask) where v is not below 2^31 or NaN. Any n:
+// the last n mod 8 values take one more step with a VPMASKMOVD load and store (tailmask).
 
 DATA signbit32<>+0x00(SB)/4, $0x80000000
 GLOBL signbit32<>(SB), RODATA|NOPTR, $4
@@ -118,6 +119,19 @@ GLOBL justunderhalf32<>(SB), RODATA|NOPTR, $4
 // 2^31
 DATA two31<>+0x00(SB)/4, $0x4f000000
 GLOBL two31<>(SB), RODATA|NOPTR, $4
+
+// tailmask: lanes 0..r-1 of the 8 int32s at tailmask+32-4r are all ones, the rest zero: the mask
+// of a last step of r < 8 values (VPMASKMOVD loads zeros and stores nothing in the other lanes,
+// and touches no memory there).
+DATA tailmask<>+0x00(SB)/8, $0xffffffffffffffff
+DATA tailmask<>+0x08(SB)/8, $0xffffffffffffffff
+DATA tailmask<>+0x10(SB)/8, $0xffffffffffffffff
+DATA tailmask<>+0x18(SB)/8, $0xffffffffffffffff
+DATA tailmask<>+0x20(SB)/8, $0
+DATA tailmask<>+0x28(SB)/8, $0
+DATA tailmask<>+0x30(SB)/8, $0
+DATA tailmask<>+0x38(SB)/8, $0
+GLOBL tailmask<>(SB), RODATA|NOPTR, $64
 
 // func toFixedBE8f(dst *byte, x *float32, n int, scale float32)
 TEXT ·toFixedBE8f(SB), NOSPLIT, $0-28
@@ -129,7 +143,10 @@ TEXT ·toFixedBE8f(SB), NOSPLIT, $0-28
 	VBROADCASTSS   justunderhalf32<>(SB), Y13
 	VBROADCASTSS   two31<>(SB), Y12
 	VBROADCASTI128 bswap32<>(SB), Y10
+	MOVQ           CX, DX
+	ANDQ           $7, DX
 	SHRQ           $3, CX
+	JZ             ftail
 floop:
 	VMOVUPS        (SI), Y0
 	VMULPS         Y15, Y0, Y0
@@ -145,6 +162,24 @@ floop:
 	ADDQ           $32, DI
 	DECQ           CX
 	JNZ            floop
+ftail:
+	TESTQ          DX, DX
+	JZ             fdone
+	LEAQ           tailmask<>+32(SB), AX
+	SHLQ           $2, DX
+	SUBQ           DX, AX
+	VMOVDQU        (AX), Y9
+	VPMASKMOVD     (SI), Y9, Y0
+	VMULPS         Y15, Y0, Y0
+	VANDPS         Y14, Y0, Y1
+	VORPS          Y13, Y1, Y1
+	VADDPS         Y1, Y0, Y0
+	VCVTTPS2DQ     Y0, Y2
+	VCMPPS         $5, Y12, Y0, Y3
+	VPXOR          Y3, Y2, Y2
+	VPSHUFB        Y10, Y2, Y2
+	VPMASKMOVD     Y2, Y9, (DI)
+fdone:
 	VZEROUPPER
 	RET
 
@@ -155,7 +190,10 @@ TEXT ·fromFixedBE8f(SB), NOSPLIT, $0-28
 	MOVQ           n+16(FP), CX
 	VBROADCASTSS   inv+24(FP), Y15
 	VBROADCASTI128 bswap32<>(SB), Y10
+	MOVQ           CX, DX
+	ANDQ           $7, DX
 	SHRQ           $3, CX
+	JZ             mtail
 fmloop:
 	VMOVDQU        (SI), Y0
 	VPSHUFB        Y10, Y0, Y0
@@ -166,5 +204,18 @@ fmloop:
 	ADDQ           $32, DI
 	DECQ           CX
 	JNZ            fmloop
+mtail:
+	TESTQ          DX, DX
+	JZ             mdone
+	LEAQ           tailmask<>+32(SB), AX
+	SHLQ           $2, DX
+	SUBQ           DX, AX
+	VMOVDQU        (AX), Y9
+	VPMASKMOVD     (SI), Y9, Y0
+	VPSHUFB        Y10, Y0, Y0
+	VCVTDQ2PS      Y0, Y0
+	VMULPS         Y15, Y0, Y0
+	VPMASKMOVD     Y0, Y9, (DI)
+mdone:
 	VZEROUPPER
 	RET

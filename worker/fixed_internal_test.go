@@ -23,7 +23,8 @@ func fixedEdges(scale float64) []float32 {
 
 // The kernels in use (AVX2 where the CPU has it) give toFixed's and fromFixed's bits for every
 // input: edges, random bit patterns and random values near the scale, every length from 0 to 70
-// (the kernels take 4 at a time and leave the rest to Go), scales powers of two or not.
+// (the kernels take 4 or 8 at a time, and the rest in a padded copy or a masked step), and nothing
+// written past the values, scales powers of two or not.
 func TestFixedKernels(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, scale := range []float64{DefaultScale, 1024, 1, 3, 1000.7, 1 << 30, 1.0 / 1024, 0x1p-40, 0x1p40, 1e-300,
@@ -35,8 +36,18 @@ func TestFixedKernels(t *testing.T) {
 		}
 		for n := 0; n <= 70; n++ {
 			x := xs[:n]
-			got := make([]byte, 4*n)
+			// Past the n values, 32 bytes the kernels must leave alone (a last step is masked).
+			guarded := make([]byte, 4*n+32)
+			for i := range guarded {
+				guarded[i] = 0xa5
+			}
+			got := guarded[:4*n]
 			encodeFixed(got, x, scale)
+			for i, g := range guarded[4*n:] {
+				if g != 0xa5 {
+					t.Fatalf("scale %v, n %d: encodeFixed wrote byte %d past the values", scale, n, i)
+				}
+			}
 			want := make([]byte, 4*n)
 			encodeFixedGeneric(want, x, scale)
 			for i := range n {
@@ -57,8 +68,17 @@ func TestFixedKernels(t *testing.T) {
 				}
 			}
 			for n := 0; n <= 70; n++ {
-				got, want := make([]float32, n), make([]float32, n)
+				guarded, want := make([]float32, n+8), make([]float32, n)
+				for i := range guarded {
+					guarded[i] = 12345
+				}
+				got := guarded[:n]
 				decodeFixed(got, enc, scale)
+				for i, g := range guarded[n:] {
+					if g != 12345 {
+						t.Fatalf("scale %v, n %d: decodeFixed wrote value %d past the values", scale, n, i)
+					}
+				}
 				decodeFixedGeneric(want, enc, scale)
 				for i := range n {
 					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {

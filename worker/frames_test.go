@@ -3,6 +3,7 @@ package worker_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -13,8 +14,15 @@ import (
 // Every frame a worker sends is, byte for byte, the frame wire.Frame.Marshal writes for its
 // fields: the headers built once per job and stamped per frame carry the right IPv4 ID (one more
 // each frame) and checksum, the chunk's seq, slot and values, RESEND on a retry, and nothing left
-// of the frame before it.
+// of the frame before it. The window is a power of two (slots and the window's ring by masks) or
+// not (slots by division, a ring longer than the window), with a slot base.
 func TestSentFramesAreWholeFrames(t *testing.T) {
+	for _, c := range []struct{ base, window int }{{0, 16}, {3, 12}} {
+		t.Run(fmt.Sprintf("slots %d+%d", c.base, c.window), func(t *testing.T) { testSentFrames(t, uint16(c.base), c.window) })
+	}
+}
+
+func testSentFrames(t *testing.T, slotBase uint16, window int) {
 	var mu sync.Mutex
 	var sent [][]byte
 	dropped := false
@@ -30,7 +38,7 @@ func TestSentFramesAreWholeFrames(t *testing.T) {
 			return true
 		}})
 	cfg := config(0, 1)
-	cfg.Member, cfg.Priority = 3, 5
+	cfg.Member, cfg.Priority, cfg.SlotBase, cfg.Window = 3, 5, slotBase, window
 	w, err := worker.New(cfg, ends[0])
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +69,7 @@ func TestSentFramesAreWholeFrames(t *testing.T) {
 			t.Errorf("frame %d: IPv4 ID %d, want %d", i, f.ID, i+1)
 		}
 		h := f.INA
-		if h.Member != 3 || h.Priority != 5 || h.Job != 1 || h.Type != wire.TypeData || h.Bitmap != 1 || h.Slot != uint16(h.Seq%16) {
+		if h.Member != 3 || h.Priority != 5 || h.Job != 1 || h.Type != wire.TypeData || h.Bitmap != 1 || h.Slot != slotBase+uint16(h.Seq%uint32(window)) {
 			t.Errorf("frame %d: header %+v", i, h)
 		}
 		if h.Seq == 5 && h.Flags&wire.FlagResend != 0 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"runtime"
 	"slices"
 
@@ -53,7 +54,7 @@ func NewGroup(cfg Config, ts []transport.Transport) (*Group, error) {
 		if err != nil {
 			return nil, err
 		}
-		w.lane, w.step, w.span = uint32(k), uint32(n), cfg.Window/n
+		w.lane, w.step, w.stepShift, w.span = uint32(k), uint32(n), uint32(bits.TrailingZeros(uint(n))), cfg.Window/n
 		g.ws = append(g.ws, w)
 		g.reqs = append(g.reqs, make(chan groupCall))
 		go g.thread(k)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"sync/atomic"
 	"time"
 
@@ -40,8 +41,13 @@ type Worker struct {
 	// A thread of a Group owns the seqs that are lane mod step, and span = Window/step of the window
 	// (step 1, span Window for a Worker of its own).
 	lane, step uint32
+	stepShift  uint32 // step is 1<<stepShift (a Group's threads are a power of two)
 	span       int
-	stats      Stats
+	// slotMask is Window-1 when Window is a power of two (every default and scheduler window):
+	// a chunk's slot is then a mask, else a division (Config.slot).
+	slotMask uint32
+	slotPow2 bool
+	stats    Stats
 	// The job's frame headers, written once: a send writes only the chunk's fields and values.
 	tmpl     *wire.Template
 	ipID     uint16
@@ -58,6 +64,7 @@ func New(cfg Config, t transport.Transport) (*Worker, error) {
 		rxbuf: make([]byte, 2048), step: 1, span: cfg.Window}
 	w.cwndMilli.Store(int64(w.cwnd * 1000))
 	w.rtoNanos.Store(int64(w.rto))
+	w.slotMask, w.slotPow2 = uint32(cfg.Window-1), cfg.Window&(cfg.Window-1) == 0
 	w.batch, _ = t.(transport.Batcher)
 	w.queue = t.Send
 	if w.batch != nil {
@@ -124,6 +131,16 @@ type inflight struct {
 	done      bool
 }
 
+// ring is the window's per-chunk state, indexed by chunk number: a power of two at least the
+// span long, so that the chunks of a span [lo, next) have distinct entries and an index is a mask,
+// not a division (a chunk's send and result took five divisions by the span and the step, some
+// 15% of the worker's own CPU per chunk).
+type ring []inflight
+
+func newRing(span int) ring { return make(ring, 1<<bits.Len(uint(span-1))) }
+
+func (r ring) at(c int) *inflight { return &r[c&(len(r)-1)] }
+
 // coarseTicks is how many passes of the call's loop (each takes a result, if one is waiting) share
 // one reading of the clock while no pass waits.
 const coarseTicks = 16
@@ -158,7 +175,7 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 	if chunks == 0 {
 		return nil
 	}
-	win := make([]inflight, w.span) // ring indexed by chunk mod Window
+	win := newRing(w.span)
 	var overflowed []int
 	lo, next := 0, 0
 	// The congestion window bounds the chunks in flight (sent, no result yet), as TCP's pipe
@@ -179,16 +196,19 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 	lastResultStamp := w.stamp
 	nextCheck := time.Time{}
 	ticks := 0
+	// fresh: now was read since the last result. Until then now is lastProgress, and the checks
+	// of the time since progress (two a chunk, a fifth of the loop's own time) cannot pass.
+	fresh := false
 	for lo < chunks {
 		if err := ctx.Err(); err != nil {
 			w.failed = true
 			return err
 		}
 		if ticks++; ticks >= coarseTicks {
-			now, ticks = time.Now(), 0
+			now, ticks, fresh = time.Now(), 0, true
 		}
 		for next < chunks && next-lo < w.span && pipe < max(1, int(w.cwnd)) {
-			st := &win[next%w.span]
+			st := win.at(next)
 			*st = inflight{}
 			if err := w.send(base, next, st, cd, 0, now); err != nil {
 				w.failed = true
@@ -201,10 +221,10 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 			}
 			next++
 		}
-		if now.Sub(lastProgress) > w.cfg.ProgressTimeout {
+		if fresh && now.Sub(lastProgress) > w.cfg.ProgressTimeout {
 			w.failed = true
 			return fmt.Errorf("%w: job %d rank %d: no result for chunk seq %d (call chunks %d..%d, %d done) in %v after %d retransmissions; a peer worker, the PS or the switch is not responding",
-				ErrNoProgress, w.cfg.Job, w.cfg.Rank, base+w.step*uint32(lo), base, base+w.step*uint32(chunks)-1, lo, w.cfg.ProgressTimeout, win[lo%w.span].tries)
+				ErrNoProgress, w.cfg.Job, w.cfg.Rank, base+w.step*uint32(lo), base, base+w.step*uint32(chunks)-1, lo, w.cfg.ProgressTimeout, win.at(lo).tries)
 		}
 		if !now.Before(nextCheck) {
 			var err error
@@ -212,10 +232,6 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 				w.failed = true
 				return err
 			}
-		}
-		deadline := nextCheck
-		if lim := now.Add(50 * time.Millisecond); deadline.After(lim) {
-			deadline = lim // wake up for ctx and the progress timeout
 		}
 		// Results that arrived together are all taken before the chunks they free go out: the
 		// queued sends leave in one system call when no result is waiting (a flush per result
@@ -227,9 +243,13 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 				w.failed = true
 				return err
 			}
+			deadline := nextCheck
+			if lim := now.Add(50 * time.Millisecond); deadline.After(lim) {
+				deadline = lim // wake up for ctx and the progress timeout
+			}
 			k, err = w.t.Recv(w.rxbuf, deadline)
 			// Recv may have waited: RTT samples and progress need the arrival time.
-			now, ticks = time.Now(), 0
+			now, ticks, fresh = time.Now(), 0, true
 		}
 		if errors.Is(err, transport.ErrTimeout) {
 			continue
@@ -246,12 +266,12 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 		}
 		v := (*[4 * K]byte)(vals)
 		off := h.Seq - base // this thread's chunks are step seqs apart
-		c := int(off / w.step)
-		if off%w.step != 0 || off/w.step >= uint32(chunks) || c < lo || c >= next || win[c%w.span].done {
+		c := int(off >> w.stepShift)
+		if off&(w.step-1) != 0 || off>>w.stepShift >= uint32(chunks) || c < lo || c >= next || win.at(c).done {
 			w.stats.ResultsIgnored.Add(1)
 			continue
 		}
-		st := &win[c%w.span]
+		st := win.at(c)
 		if !w.cfg.NoIntegrity && !wire.IntegrityOK(v) {
 			// Corrupted on its way here: never delivered. The PS keeps the result it verified
 			// and answers a RESEND with it; the timer covers a RESEND that is lost or corrupted.
@@ -327,14 +347,14 @@ func (w *Worker) run(ctx context.Context, cd codec) error {
 		hi = max(hi, c)
 		pipe--
 		w.stats.Results.Add(1)
-		if now.Sub(lastProgress) >= w.rto/2 {
+		if fresh && now.Sub(lastProgress) >= w.rto/2 {
 			// The first result after a silence: the chunks still out get a full timeout from
 			// now (RFC 6298 5.3 restarts its timer on every new acknowledgement), or the ones held
 			// in the silence expire amid the results right behind this one.
 			nextCheck = w.restartTimers(lo, next, win, now)
 		}
-		lastProgress, lastResultStamp = now, w.stamp
-		for lo < next && win[lo%w.span].done {
+		lastProgress, lastResultStamp, fresh = now, w.stamp, false
+		for lo < next && win.at(lo).done {
 			lo++
 		}
 	}
@@ -361,7 +381,7 @@ func (w *Worker) send(base uint32, c int, st *inflight, cd codec, extra wire.Fla
 		wire.SetIntegrity(v)
 	}
 	w.ipID++
-	if err := w.queue(w.tmpl.Stamp(w.ipID, flags, w.cfg.slot(seq), seq)); err != nil {
+	if err := w.queue(w.tmpl.Stamp(w.ipID, flags, w.slot(seq), seq)); err != nil {
 		return fmt.Errorf("worker: job %d rank %d: send: %w", w.cfg.Job, w.cfg.Rank, err)
 	}
 	st.sent = now
@@ -369,6 +389,14 @@ func (w *Worker) send(base uint32, c int, st *inflight, cd codec, extra wire.Fla
 	st.stamp, st.overtaken, st.held, st.resume = w.stamp, 0, false, false
 	st.deadline = now.Add(w.timeout(st))
 	return nil
+}
+
+// slot is Config.slot without the division when Window is a power of two.
+func (w *Worker) slot(seq uint32) uint16 {
+	if w.slotPow2 {
+		return w.cfg.SlotBase + uint16(seq&w.slotMask)
+	}
+	return w.cfg.slot(seq)
 }
 
 // maxBackoff bounds the timer's doublings (MaxRTO bounds the result too).
@@ -386,9 +414,9 @@ func (w *Worker) doubled(k int) time.Duration { return min(w.rto<<min(k, maxBack
 
 // fastRetransmit counts chunk c's completion against every unfinished chunk in [lo, c) sent
 // before it (stamp), and resends with RESEND those it has now overtaken fastRetransmitAfter times.
-func (w *Worker) fastRetransmit(base uint32, lo, c, next int, win []inflight, stamp uint64, cd codec, now time.Time) error {
+func (w *Worker) fastRetransmit(base uint32, lo, c, next int, win ring, stamp uint64, cd codec, now time.Time) error {
 	for j := lo; j < c; j++ {
-		st := &win[j%w.span]
+		st := win.at(j)
 		if st.done || st.stamp > stamp {
 			continue
 		}
@@ -420,7 +448,7 @@ func (w *Worker) flush() error {
 // retransmit resends every chunk in [lo, next) whose timer expired, with RESEND unless no chunk
 // after it completed (hi is the latest that did), and returns when the next timer fires.
 // lastResult is when the last result arrived, and resultStamp the transmissions before it.
-func (w *Worker) retransmit(base uint32, lo, next, hi int, win []inflight, cd codec, now, lastResult time.Time, resultStamp uint64) (time.Time, error) {
+func (w *Worker) retransmit(base uint32, lo, next, hi int, win ring, cd codec, now, lastResult time.Time, resultStamp uint64) (time.Time, error) {
 	var earliest time.Time
 	cut, backoff, lost := false, false, false
 	before, undo := w.cwnd, w.undoCwnd
@@ -428,7 +456,7 @@ func (w *Worker) retransmit(base uint32, lo, next, hi int, win []inflight, cd co
 	// path works (a round trip over the window).
 	silence := now.Sub(lastResult) >= w.rto/2
 	for c := lo; c < next; c++ {
-		st := &win[c%w.span]
+		st := win.at(c)
 		if st.done {
 			continue
 		}
@@ -499,7 +527,7 @@ func (w *Worker) retransmit(base uint32, lo, next, hi int, win []inflight, cd co
 		earliest = time.Time{}
 		out := 0
 		for c := lo; c < next; c++ {
-			st := &win[c%w.span]
+			st := win.at(c)
 			if st.done {
 				continue
 			}
@@ -513,7 +541,7 @@ func (w *Worker) retransmit(base uint32, lo, next, hi int, win []inflight, cd co
 		}
 		if w.cfg.Trace != nil {
 			w.cfg.Trace.Info("timer backoff", "job", w.cfg.Job, "rank", w.cfg.Rank, "backoff", w.backoff,
-				"seq", base+w.step*uint32(lo), "tries", win[lo%w.span].tries, "out", out,
+				"seq", base+w.step*uint32(lo), "tries", win.at(lo).tries, "out", out,
 				"silence_ms", float64(now.Sub(lastResult).Microseconds())/1000, "cwnd", math.Round(w.cwnd*100)/100)
 		}
 	}
@@ -532,10 +560,10 @@ func (w *Worker) retransmit(base uint32, lo, next, hi int, win []inflight, cd co
 // RFC 5682, goes on to retransmit what the probe's answer did not cover). Restarting it with the
 // backed-off timer recovered one held chunk per expiry: at 5% loss, when a whole window of
 // results was lost, a chunk a second for 30 seconds.
-func (w *Worker) restartTimers(lo, next int, win []inflight, now time.Time) time.Time {
+func (w *Worker) restartTimers(lo, next int, win ring, now time.Time) time.Time {
 	var earliest time.Time
 	for c := lo; c < next; c++ {
-		st := &win[c%w.span]
+		st := win.at(c)
 		if st.done {
 			continue
 		}
