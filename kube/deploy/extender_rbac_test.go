@@ -191,6 +191,14 @@ func TestExtenderRBACFinishesAGang(t *testing.T) {
 		t.Fatalf("%v; forbidden in the logs: %q", err, f)
 	}
 	t.Logf("gang bound: %v", bound)
+	// The extender's account writes the gang's PodGroup condition and its event.
+	cond, err := kubetest.WaitGroupCondition(ctx, api.Client, "ml", "mlp", gang.PlannedCondition, metav1.ConditionTrue, gang.ReasonPlanned,
+		"plan ", "NetPack"+gang.ReasonPlanned, 30*time.Second)
+	if err != nil {
+		_, f := capture.report()
+		t.Fatalf("%v; forbidden in the logs: %q", err, f)
+	}
+	t.Logf("PodGroup mlp: %s", cond)
 	_, pods := j.Objects()
 	for _, p := range pods {
 		cur, err := api.Client.CoreV1().Pods("ml").Get(ctx, p.Name, metav1.GetOptions{})

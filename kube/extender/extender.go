@@ -12,12 +12,17 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/inapack/inapack/kube/gang"
@@ -45,15 +50,22 @@ func (c Config) withDefaults() Config {
 // Extender answers kube-scheduler's filter, prioritize and bind calls. It reads nodes, pods and
 // PodGroups from informers, and keeps the plan of each gang from its first filter until the API
 // shows every pod of it bound: pods it has planned but the API does not show bound yet are part of
-// the cluster every other gang is planned on.
+// the cluster every other gang is planned on (assumed on their planned nodes in the live view, as
+// the plugin's Reserve assumes them).
 type Extender struct {
 	cfg    Config
 	cs     kubernetes.Interface
 	nodes  corelisters.NodeLister
 	pods   corelisters.PodLister
+	byGang cache.Indexer // the pod informer's store, indexed by gang (gang.IndexName)
 	groups gang.PodGroups
-	views  gang.ViewCache
-	log    *slog.Logger
+	// live is the cluster's view, fed by the node and pod informers' events and by the plans
+	// (gang.Live, the plugin's): a gang's plan costs no pass over every pod of the cluster.
+	live *gang.Live
+	// rec makes refusals and the gangs' conditions visible, with events (gang.Recorder, the
+	// plugin's).
+	rec *gang.Recorder
+	log *slog.Logger
 
 	mu    sync.Mutex
 	plans map[gang.Key]*attempt
@@ -83,23 +95,42 @@ func newAttempt(plan *gang.Plan, g *gang.Gang) *attempt {
 	return a
 }
 
-// New starts informers on cs and returns the extender once they have synced.
+// New starts informers on cs and returns the extender once they (and the live view) have
+// synced. Its events are recorded until ctx ends.
 func New(ctx context.Context, cs kubernetes.Interface, cfg Config, log *slog.Logger) (*Extender, error) {
 	if err := cfg.Model.Validate(); err != nil {
 		return nil, err
 	}
 	f := informers.NewSharedInformerFactory(cs, 0)
+	podInf := f.Core().V1().Pods().Informer()
+	if err := podInf.AddIndexers(cache.Indexers{gang.IndexName: gang.IndexFunc}); err != nil {
+		return nil, fmt.Errorf("extender: indexing pods by gang: %w", err)
+	}
 	e := &Extender{cfg: cfg.withDefaults(), cs: cs, log: cmp.Or(log, slog.Default()), plans: map[gang.Key]*attempt{},
-		nodes: f.Core().V1().Nodes().Lister(), pods: f.Core().V1().Pods().Lister()}
+		nodes: f.Core().V1().Nodes().Lister(), pods: f.Core().V1().Pods().Lister(), byGang: podInf.GetIndexer()}
+	e.live = gang.NewLive(e.cfg.Model)
+	if err := e.live.Register(f.Core().V1().Nodes().Informer(), podInf); err != nil {
+		return nil, fmt.Errorf("extender: %w", err)
+	}
 	var err error
 	if e.groups, err = gang.NewPodGroups(cs.Discovery(), f); err != nil {
 		return nil, err
 	}
+	eb := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
+	if err := eb.StartRecordingToSinkWithContext(ctx); err != nil {
+		return nil, fmt.Errorf("extender: recording events: %w", err)
+	}
+	go func() { <-ctx.Done(); eb.Shutdown() }()
+	e.rec = gang.NewRecorder(cs, eb.NewRecorder(scheme.Scheme, "ina-kube-extender"), e.groups.Enabled())
 	f.Start(ctx.Done())
 	for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return nil, fmt.Errorf("extender: the %v informer did not sync", typ)
 		}
+	}
+	// The informers' stores are synced; the view's handlers may still be taking their objects.
+	if err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) { return e.live.Synced(), nil }); err != nil {
+		return nil, fmt.Errorf("extender: the live view did not sync: %w", err)
 	}
 	e.log.Info("NetPack extender", "policy", e.cfg.Model.Policy, "podGroups", e.groups.Enabled(), "waitForOperator", e.cfg.WaitForOperator)
 	return e, nil
@@ -136,12 +167,21 @@ func (e *Extender) Filter(args *extenderv1.ExtenderArgs) *extenderv1.ExtenderFil
 	node, err := e.nodeFor(args.Pod, key, cands)
 	if err != nil {
 		e.log.Info("extender: no node for a gang's pod", "pod", args.Pod.Namespace+"/"+args.Pod.Name, "err", err)
-		// Bad input (a gang that can never run as written) is unresolvable: no preemption helps.
 		res := keep(nil)
 		failed := res.FailedNodes
-		if !errors.Is(err, gang.ErrNoFit) && !errors.Is(err, gang.ErrIncomplete) && !errors.Is(err, errReplan) {
+		// kube-scheduler writes the pod's PodScheduled condition and a FailedScheduling event
+		// with the reason below; the gang's PodGroup carries it too, and a refused gang's pod
+		// gets NetPack's own condition and event, as the plugin's do.
+		switch {
+		case errors.Is(err, gang.ErrIncomplete), errors.Is(err, errReplan):
+			// the gang waits for its pods, or for its next plan: nothing refused
+		case errors.Is(err, gang.ErrNoFit):
+			e.rec.Planned(context.Background(), key, metav1.ConditionFalse, gang.ReasonNoFit, err.Error())
+		default:
+			// Bad input (a gang that can never run as written) is unresolvable: no preemption helps.
 			res.FailedAndUnresolvableNodes = extenderv1.FailedNodesMap{}
 			failed = res.FailedAndUnresolvableNodes
+			e.rec.Refuse(context.Background(), args.Pod, err.Error())
 		}
 		for _, n := range cands {
 			failed[n] = err.Error()
@@ -229,23 +269,21 @@ func (e *Extender) nodeFor(pod *v1.Pod, key gang.Key, cands []string) (string, e
 // the first of them was bound, by this extender before a restart: resumed whole while it still
 // fits, abandoned whole while none of its pods is bound), else a new plan.
 func (e *Extender) attemptLocked(pod *v1.Pod, key gang.Key, cands []string) (*attempt, error) {
-	all, err := e.pods.List(labels.Everything())
+	objs, err := e.byGang.ByIndex(gang.IndexName, key.String())
 	if err != nil {
 		return nil, err
 	}
-	// The pod in the request is the newest copy of it.
-	all = slices.DeleteFunc(slices.Clone(all), func(p *v1.Pod) bool { return p.UID == pod.UID })
-	all = append(all, pod)
+	mine := make([]*v1.Pod, 0, len(objs)+1)
+	for _, o := range objs {
+		if p := o.(*v1.Pod); p.UID != pod.UID {
+			mine = append(mine, p)
+		}
+	}
+	mine = append(mine, pod) // the pod in the request is the newest copy of it
 	minCount := 0
 	if !key.ByLabel {
 		if minCount, err = e.groups.MinCount(key); err != nil {
 			return nil, err
-		}
-	}
-	var mine []*v1.Pod
-	for _, p := range all {
-		if p.Namespace == key.Namespace {
-			mine = append(mine, p)
 		}
 	}
 	g, err := gang.Collect(key, mine, minCount)
@@ -258,9 +296,9 @@ func (e *Extender) attemptLocked(pod *v1.Pod, key gang.Key, cands []string) (*at
 	}
 	if saved != nil {
 		a := newAttempt(saved, g)
-		why := e.staleLocked(a, key, all)
+		why := e.staleLocked(a, key)
 		if why == "" {
-			e.plans[key] = a
+			e.keepLocked(key, a)
 			e.log.Info("NetPack resumes a gang's plan from its pods", "gang", key.String(), "id", saved.ID, "bound", a.arrived.Len())
 			return a, nil
 		}
@@ -269,64 +307,51 @@ func (e *Extender) attemptLocked(pod *v1.Pod, key gang.Key, cands []string) (*at
 		}
 		e.log.Info("NetPack abandons a gang's plan whole; none of its pods is bound", "gang", key.String(), "id", saved.ID, "why", why)
 	}
-	return e.planLocked(pod, g, all, cands)
+	return e.planLocked(pod, g, cands)
 }
 
 // staleLocked says why a's plan can no longer be followed ("" if it can): a node of it is gone,
 // or has fewer GPUs free than the plan puts there (other pods, bound or planned, came first).
-func (e *Extender) staleLocked(a *attempt, key gang.Key, all []*v1.Pod) string {
+func (e *Extender) staleLocked(a *attempt, key gang.Key) string {
 	need := map[string]int{}
 	for uid, n := range a.plan.Node {
 		need[n] += gang.PodGPUs(a.pods[uid])
 	}
-	used := map[string]int{}
-	for _, p := range e.assignedLocked(all, key) {
-		if k, ok := gang.KeyOf(p); !ok || k != key {
-			used[p.Spec.NodeName] += gang.PodGPUs(p)
-		}
-	}
 	for _, n := range slices.Sorted(maps.Keys(need)) {
-		node, err := e.nodes.Get(n)
-		if err != nil {
+		free, ok := e.live.FreeGPUs(n, key)
+		if !ok {
 			return fmt.Sprintf("node %s of plan %s is gone", n, a.plan.ID)
 		}
-		if free := gang.GPUs(node.Status.Allocatable) - used[n]; free < need[n] {
+		if free < need[n] {
 			return fmt.Sprintf("node %s has %d GPUs free, plan %s puts %d there", n, free, a.plan.ID, need[n])
 		}
 	}
 	return ""
 }
 
-// planLocked plans g on the cluster the informers show, plus every other gang's planned pods the
-// API does not show bound yet (all is every pod, pod's newest copy included). NetPack chooses
-// only among nodes every pod of the gang may go to (gang.Refusal: cordons, taints, affinity, CPU
-// and memory) and that kube-scheduler's own filters left as candidates for this pod (cands), so
-// a plan it cannot follow is not made again with the same inputs.
-func (e *Extender) planLocked(pod *v1.Pod, g *gang.Gang, all []*v1.Pod, cands []string) (*attempt, error) {
+// planLocked plans g on the live view: the cluster the informers show, every other gang's planned
+// pods the API does not show bound yet assumed on their nodes. NetPack chooses only among nodes
+// some pod of the gang may go to (gang.Refusal: cordons, taints, affinity, CPU and memory) and
+// that kube-scheduler's own filters left as candidates for this pod (cands), so a plan it cannot
+// follow is not made again with the same inputs.
+func (e *Extender) planLocked(pod *v1.Pod, g *gang.Gang, cands []string) (*attempt, error) {
 	key := g.Key
 	nodes, err := e.nodes.List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}
-	assigned := e.assignedLocked(all, key)
-	v, err := e.views.View(e.cfg.Model, nodes, assigned)
+	cand := sets.New(cands...)
+	refused := map[string]string{}
+	for _, n := range nodes {
+		if !cand.Has(n.Name) {
+			refused[n.Name] = fmt.Sprintf("kube-scheduler's filters reject node %s for pod %s", n.Name, pod.Name)
+		}
+	}
+	v, err := e.live.ViewRefusing(g, refused)
 	if err != nil {
 		return nil, err
 	}
-	onNode := map[string][]*v1.Pod{}
-	for _, p := range assigned {
-		onNode[p.Spec.NodeName] = append(onNode[p.Spec.NodeName], p)
-	}
-	refused := map[string]string{}
-	refusal := g.NodeFilter()
-	for _, n := range nodes {
-		if !slices.Contains(cands, n.Name) {
-			refused[n.Name] = fmt.Sprintf("kube-scheduler's filters reject node %s for pod %s", n.Name, pod.Name)
-		} else if why := refusal(n, gang.FreeOf(n, onNode[n.Name])); why != "" {
-			refused[n.Name] = why
-		}
-	}
-	v.Exclude(refused)
+	refused = v.Refused
 	for _, s := range v.Skipped {
 		e.log.Info("extender: a running gang does not fit its nodes' GPUs; left out", "err", s)
 	}
@@ -338,39 +363,25 @@ func (e *Extender) planLocked(pod *v1.Pod, g *gang.Gang, all []*v1.Pod, cands []
 		return nil, err
 	}
 	a := newAttempt(plan, g)
-	e.plans[key] = a
+	e.keepLocked(key, a)
 	e.log.Info("NetPack planned a gang", "gang", key.String(), "plan", plan.String(), "id", plan.ID)
+	e.rec.Planned(context.Background(), key, metav1.ConditionTrue, gang.ReasonPlanned, fmt.Sprintf("plan %s: %s", plan.ID, plan))
 	for _, why := range plan.Why {
 		e.log.Warn("NetPack", "gang", key.String(), "why", why)
 	}
 	return a, nil
 }
 
-// assignedLocked are the pods on nodes as NetPack must count them: those the API shows bound,
-// and the pods of every other planned gang at their planned nodes.
-func (e *Extender) assignedLocked(all []*v1.Pod, skip gang.Key) []*v1.Pod {
-	var out []*v1.Pod
-	seen := sets.New[types.UID]()
-	for _, p := range all {
-		if p.Spec.NodeName != "" {
-			out = append(out, p)
-			seen.Insert(p.UID)
+// keepLocked makes a key's try: its pods not bound yet count on their planned nodes in the live
+// view (every other gang is planned around them) until the API binds them there or the try is
+// given up (dropLocked).
+func (e *Extender) keepLocked(key gang.Key, a *attempt) {
+	e.plans[key] = a
+	for uid, p := range a.pods {
+		if p.Spec.NodeName == "" {
+			e.live.Assume(p, a.plan.Node[uid])
 		}
 	}
-	for key, a := range e.plans {
-		if key == skip {
-			continue
-		}
-		for uid, p := range a.pods {
-			if seen.Has(uid) {
-				continue
-			}
-			cp := p.DeepCopy()
-			cp.Spec.NodeName = a.plan.Node[uid]
-			out = append(out, cp)
-		}
-	}
-	return out
 }
 
 // collectGarbage forgets the plans whose pods the API shows bound (the pods themselves are the
@@ -405,6 +416,9 @@ func (e *Extender) collectGarbage() {
 func (e *Extender) dropLocked(key gang.Key, a *attempt) {
 	if e.plans[key] == a {
 		delete(e.plans, key)
+	}
+	for uid := range a.pods {
+		e.live.Forget(uid) // a pod the API has bound stays
 	}
 	select {
 	case <-a.dropped:

@@ -122,6 +122,26 @@ func TestExtender(t *testing.T) {
 	t.Run("CountsPodsBeingBound", func(t *testing.T) { countsPodsBeingBound(ctx, t, e) })
 	t.Run("GangThatCannotFitStartsNoPod", func(t *testing.T) { cannotFit(ctx, t, e) })
 	t.Run("CordonedNodeAvoided", func(t *testing.T) { cordonedNodeAvoided(ctx, t, e) })
+	t.Run("RefusedGangRecorded", func(t *testing.T) { refusedGangRecorded(ctx, t, e) })
+}
+
+// refusedGangRecorded: a gang that can never run as written (an unknown model) is refused where
+// its user looks, as the plugin refuses it: a Warning event NetPackGangRefused on its pod, the
+// pod's PodScheduled=False saying why, and on its PodGroup inapack.io/Planned=False GangRefused
+// with an event; no pod of it is bound.
+func refusedGangRecorded(ctx context.Context, t *testing.T, e *env) {
+	e.namespace(ctx, t, "refused")
+	bad := kubetest.Job{Namespace: "refused", Name: "bad", Workers: 1, GPUsPerWorker: 2, Model: "gpt-17", PodGroup: true}
+	kubetest.Fatal(t, kubetest.Submit(ctx, e.api.Client, bad))
+	ev, err := kubetest.WaitPodEvent(ctx, e.api.Client, bad, gang.ReasonPodRefused, "unknown model", 30*time.Second)
+	kubetest.Fatal(t, err)
+	why, err := kubetest.WaitPending(ctx, e.api.Client, bad, "unknown model", 30*time.Second)
+	kubetest.Fatal(t, err)
+	cond, err := kubetest.WaitGroupCondition(ctx, e.api.Client, "refused", "bad", gang.PlannedCondition, metav1.ConditionFalse,
+		gang.ReasonGangRefused, "unknown model", "NetPack"+gang.ReasonGangRefused, 30*time.Second)
+	kubetest.Fatal(t, err)
+	t.Logf("event %s; pod %s; PodGroup %s", ev, why, cond)
+	kubetest.NoneBound(ctx, t, e.api.Client, bad)
 }
 
 // cordonedNodeAvoided: with the node NetPack would pick for a gang's worker cordoned, the gang
@@ -191,6 +211,11 @@ func wholeGangs(ctx context.Context, t *testing.T, e *env) {
 		nodes, err := kubetest.WaitBound(ctx, e.api.Client, j, 60*time.Second)
 		kubetest.Fatal(t, err)
 		checkPlaced(ctx, t, e.api, svc, j, nodes)
+		if j.PodGroup {
+			_, err := kubetest.WaitGroupCondition(ctx, e.api.Client, "whole", j.Name, gang.PlannedCondition, metav1.ConditionTrue,
+				gang.ReasonPlanned, "plan ", "NetPack"+gang.ReasonPlanned, 30*time.Second)
+			kubetest.Fatal(t, err)
+		}
 	}
 }
 
@@ -246,6 +271,12 @@ func cannotFit(ctx context.Context, t *testing.T, e *env) {
 		why, err := kubetest.WaitPending(ctx, api.Client, big, "NetPack cannot place", 60*time.Second)
 		kubetest.Fatal(t, err)
 		t.Logf("gang %s pending because: %s", big.Name, why)
+		if pg {
+			cond, err := kubetest.WaitGroupCondition(ctx, api.Client, "nofit", big.Name, gang.PlannedCondition, metav1.ConditionFalse,
+				gang.ReasonNoFit, "NetPack cannot place", "NetPack"+gang.ReasonNoFit, 30*time.Second)
+			kubetest.Fatal(t, err)
+			t.Logf("PodGroup %s: %s", big.Name, cond)
+		}
 		time.Sleep(2 * time.Second) // kube-scheduler retries; none of its pods may bind meanwhile
 		kubetest.NoneBound(ctx, t, api.Client, big)
 	}

@@ -53,10 +53,10 @@ type liveNode struct {
 	allocCPU, allocMem int64
 	pods               int  // pods counted on it
 	plain              bool // neither cordoned nor tainted (plain)
-	// other is the GPUs of pods of no gang on it; cpu and mem the requests of all its pods
-	// (terminal ones aside, as FreeOf).
-	other    int
-	cpu, mem int64
+	// other is the GPUs of pods of no gang on it, inGang those of gangs' pods; cpu and mem the
+	// requests of all its pods (terminal ones aside, as FreeOf).
+	other, inGang int
+	cpu, mem      int64
 }
 
 // livePod is what the view takes from a pod on a node.
@@ -264,7 +264,9 @@ func (l *Live) count(uid types.UID, f *livePod, sign int) {
 	if !f.terminal {
 		n.cpu += int64(sign) * f.cpu
 		n.mem += int64(sign) * f.mem
-		if !f.inGang && f.gpus != 0 {
+		if f.inGang {
+			n.inGang += sign * f.gpus
+		} else if f.gpus != 0 {
 			before := n.gpus - n.other
 			n.other += sign * f.gpus
 			l.freeChanged(n, before)
@@ -439,7 +441,13 @@ func (l *Live) placementOf(k Key, g *liveGang) (netpack.Placement, bool) {
 // go to (Gang.NodeFilter, with each node's CPU and memory left by its pods) taken out of
 // NetPack's choice (View.Exclude). A View is valid until the next call of View: its running
 // placements are the Live's own, updated in place (the plugin plans a gang at a time).
-func (l *Live) View(g *Gang) (*View, error) {
+func (l *Live) View(g *Gang) (*View, error) { return l.ViewRefusing(g, nil) }
+
+// ViewRefusing is View with the nodes of refused (node name -> why) taken out of NetPack's choice
+// besides those g's pods may not go to: the extender's, the nodes kube-scheduler's own filters
+// rejected for the pod it asks about. A View with other refused nodes than the gang before gets
+// a placer of its own (at scheduler.Plan's cost).
+func (l *Live) ViewRefusing(g *Gang, refused map[string]string) (*View, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.stale {
@@ -457,7 +465,7 @@ func (l *Live) View(g *Gang) (*View, error) {
 		return v, nil
 	}
 	nf := g.nodeFilter()
-	var refused map[string]string
+	refused = maps.Clone(refused)
 	for _, n := range l.byM {
 		free := Free{MilliCPU: n.allocCPU - n.cpu, Memory: n.allocMem - n.mem}
 		if !nf.anyRule && n.plain && nf.cpu <= free.MilliCPU && nf.mem <= free.Memory {
@@ -473,6 +481,26 @@ func (l *Live) View(g *Gang) (*View, error) {
 	v.Exclude(refused)
 	l.usePlanner(v)
 	return v, nil
+}
+
+// FreeGPUs is what node has left of its allocatable GPUs by the pods the view counts on it (bound
+// or assumed, terminal ones aside), those of gang except not counted; false for no such node.
+func (l *Live) FreeGPUs(node string, except Key) (int, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.nodes[node]
+	if n == nil || n.node == nil {
+		return 0, false
+	}
+	free := n.gpus - n.other - n.inGang
+	if g := l.gangs[except]; g != nil {
+		for _, f := range g.pods {
+			if f.node == node && !f.terminal {
+				free += f.gpus
+			}
+		}
+	}
+	return free, true
 }
 
 // Free is what node has left of CPU and memory by the pods the view counts on it (FreeOf).

@@ -410,3 +410,62 @@ func TestLivePlansAsSchedulerPlan(t *testing.T) {
 	}
 	t.Logf("%d gangs planned as scheduler.Plan plans them (%d more whose placement no set of their pods makes up)", planned, unmappable)
 }
+
+// TestLiveFreeGPUs: a node's free GPUs are its allocatable less every pod counted on it, bound or
+// assumed, of a gang or of none, terminal pods aside; the gang asked about does not count its own
+// pods; a node gone has none. Then ViewRefusing: a node refused by the caller offers NetPack no
+// GPUs, and the refusal is the View's.
+func TestLiveFreeGPUs(t *testing.T) {
+	live := gang.NewLive(gang.Config{})
+	for i := range 3 {
+		live.SetNode(node(i)) // n00000..n00002, 8 GPUs each
+	}
+	a := gangPods("a", 1, 2, []string{"n00000", "n00000"})      // bound: PS and a 2-GPU worker
+	b := gangPods("b", 2, 2, nil)                               // pending
+	other := gangPods("other", 1, 4, []string{"", "n00000"})[1] // a pod of no gang, below
+	delete(other.Labels, gang.JobLabel)
+	done := other.DeepCopy()
+	done.UID, done.Name, done.Status.Phase = "done", "done", v1.PodSucceeded
+	for _, p := range append(a, other, done) {
+		live.SetPod(p)
+	}
+	live.Assume(b[1], "n00000") // Reserve's (the extender's plan)
+	for _, c := range []struct {
+		except string
+		want   int
+	}{{"a", 8 - 4 - 2}, {"b", 8 - 4 - 2}, {"c", 8 - 4 - 2 - 2}} {
+		got, ok := live.FreeGPUs("n00000", gang.Key{Namespace: "train", Name: c.except, ByLabel: true})
+		if !ok || got != c.want {
+			t.Errorf("FreeGPUs(n00000, but %s) = %d, %v; want %d", c.except, got, ok, c.want)
+		}
+	}
+	live.Forget(b[1].UID)
+	if got, _ := live.FreeGPUs("n00000", gang.Key{}); got != 8-4-2 {
+		t.Errorf("after Forget: %d GPUs free, want %d", got, 8-4-2)
+	}
+
+	g, err := gang.Collect(gang.Key{Namespace: "train", Name: "b", ByLabel: true}, b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := live.ViewRefusing(g, map[string]string{"n00001": "kube-scheduler's filters reject it"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := v.Machine["n00001"]; v.Cluster.Machines[m].GPUs != 0 || v.Refused["n00001"] == "" {
+		t.Errorf("refused n00001 offers %d GPUs, refusals %v", v.Cluster.Machines[m].GPUs, v.Refused)
+	}
+	pl, err := v.Place(gang.Config{}, g, "b#1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for uid, n := range pl.Node {
+		if n == "n00001" {
+			t.Errorf("pod %s planned on refused n00001", uid)
+		}
+	}
+	live.DeleteNode("n00002")
+	if _, ok := live.FreeGPUs("n00002", gang.Key{}); ok {
+		t.Error("a deleted node has free GPUs")
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
-	"k8s.io/klog/v2"
 
 	"github.com/inapack/inapack/kube/gang"
 )
@@ -101,78 +100,15 @@ func (p *NetPack) waitsFor(key gang.Key, reason string) {
 	waiting.m[key] = waitEntry{reason, p.byGang}
 }
 
-// groupStatus writes the gangs' PlannedCondition onto their PodGroups, off the scheduling path
-// (PreEnqueue runs under the queue's lock): the latest condition wanted per gang, written by one
-// writer at a time, each change once.
-type groupStatus struct {
-	mu      sync.Mutex
-	want    map[gang.Key]metav1.Condition
-	written map[gang.Key]metav1.Condition
-	write   sync.Mutex
-}
-
-// planned records gang key's plan (or the refusal, reason and why) on its PodGroup (a label gang
-// has none), with an event on the PodGroup when the condition changes.
-func (p *NetPack) planned(ctx context.Context, key gang.Key, status metav1.ConditionStatus, reason, msg string) {
-	if key.ByLabel || !p.group.Enabled() {
-		return
-	}
-	g := &p.status
-	cond := metav1.Condition{Type: gang.PlannedCondition, Status: status, Reason: reason, Message: msg}
-	g.mu.Lock()
-	if g.want == nil || len(g.written) >= 10000 {
-		g.want, g.written = map[gang.Key]metav1.Condition{}, map[gang.Key]metav1.Condition{} // deleted gangs' entries
-	}
-	if w, ok := g.written[key]; ok && w == cond {
-		g.mu.Unlock()
-		return
-	}
-	g.want[key] = cond
-	g.mu.Unlock()
-	go func() {
-		g.write.Lock()
-		defer g.write.Unlock()
-		g.mu.Lock()
-		cond, ok := g.want[key]
-		delete(g.want, key)
-		g.mu.Unlock()
-		if !ok {
-			return // an earlier writer wrote the latest
-		}
-		pg, wrote, err := gang.SetPodGroupCondition(ctx, p.h.ClientSet(), key, cond)
-		if err != nil {
-			klog.FromContext(ctx).Info("NetPack: writing a gang's condition onto its PodGroup", "gang", key.String(), "err", err)
-			return
-		}
-		g.mu.Lock()
-		g.written[key] = cond
-		g.mu.Unlock()
-		if wrote {
-			kind := v1.EventTypeWarning
-			if cond.Status == metav1.ConditionTrue {
-				kind = v1.EventTypeNormal
-			}
-			p.h.EventRecorder().Eventf(pg, nil, kind, "NetPack"+cond.Reason, "Scheduling", "%s", cond.Message)
-		}
-	}()
-}
-
 // planMade is a new plan's (or a failed planning's) outcome, in the metrics and on the PodGroup.
 func (p *NetPack) planMade(ctx context.Context, key gang.Key, start time.Time, plan *gang.Plan, failure string) {
 	planSeconds.Observe(time.Since(start).Seconds())
 	if plan == nil {
 		p.waitsFor(key, gang.ReasonNoFit)
-		p.planned(ctx, key, metav1.ConditionFalse, gang.ReasonNoFit, failure)
+		p.rec.Planned(ctx, key, metav1.ConditionFalse, gang.ReasonNoFit, failure)
 		return
 	}
 	gangsPlanned.Inc()
 	p.waitsFor(key, waitPermit)
-	p.planned(ctx, key, metav1.ConditionTrue, gang.ReasonPlanned, fmt.Sprintf("plan %s: %s", plan.ID, plan))
-}
-
-// refused is a refusal of the gang (refuse), in the metrics and on the PodGroup.
-func (p *NetPack) refusedGang(ctx context.Context, pod *v1.Pod, why string) {
-	key, _ := gang.KeyOf(pod)
-	p.waitsFor(key, gang.ReasonGangRefused)
-	p.planned(ctx, key, metav1.ConditionFalse, gang.ReasonGangRefused, why)
+	p.rec.Planned(ctx, key, metav1.ConditionTrue, gang.ReasonPlanned, fmt.Sprintf("plan %s: %s", plan.ID, plan))
 }

@@ -3,12 +3,10 @@ package plugin_test
 import (
 	"context"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -23,47 +21,9 @@ import (
 // reason, its message containing want, and an event on the PodGroup with reason event.
 func waitGroupCondition(ctx context.Context, t *testing.T, cs kubernetes.Interface, name, typ string, status metav1.ConditionStatus, reason, want, event string) {
 	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
-		pg, err := cs.SchedulingV1beta1().PodGroups("default").Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		c := meta.FindStatusCondition(pg.Status.Conditions, typ)
-		if c == nil || c.Status != status || c.Reason != reason || !strings.Contains(c.Message, want) {
-			last = "condition " + typ + ": " + strings.TrimSpace(strings.Join([]string{string(ptrStatus(c)), reasonOf(c)}, " "))
-			return false, nil
-		}
-		evs, err := cs.EventsV1().Events("default").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, nil
-		}
-		for _, e := range evs.Items {
-			if e.Reason == event && e.Regarding.Kind == "PodGroup" && e.Regarding.Name == name {
-				t.Logf("PodGroup %s: %s=%s %s: %s; event %s", name, typ, c.Status, c.Reason, c.Message, e.Reason)
-				return true, nil
-			}
-		}
-		last = "no event " + event + " on the PodGroup"
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("PodGroup %s: want %s=%s reason %s containing %q and event %s; last: %s", name, typ, status, reason, want, event, last)
-	}
-}
-
-func ptrStatus(c *metav1.Condition) metav1.ConditionStatus {
-	if c == nil {
-		return "absent"
-	}
-	return c.Status
-}
-
-func reasonOf(c *metav1.Condition) string {
-	if c == nil {
-		return ""
-	}
-	return c.Reason
+	got, err := kubetest.WaitGroupCondition(ctx, cs, "default", name, typ, status, reason, want, event, 20*time.Second)
+	kubetest.Fatal(t, err)
+	t.Logf("PodGroup %s: %s=%s; event %s", name, typ, got, event)
 }
 
 // TestPodGroupConditionsAndMetrics: each gang's state is on its PodGroup (condition

@@ -16,7 +16,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -25,7 +24,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
 
 	"github.com/inapack/inapack/kube/gang"
 )
@@ -48,13 +46,12 @@ type NetPack struct {
 	// it from the scheduler's snapshot for each gang costs a pass over every pod.
 	live *gang.Live
 
+	// rec writes refusals onto pods and the gangs' conditions onto their PodGroups, with events
+	// (the extender's too); under no lock of ours: attemptFor refuses while it holds mu.
+	rec *gang.Recorder
+
 	mu    sync.Mutex
 	plans map[gang.Key]*attempt
-	// refused is the last refusal written onto each pod (refuse writes a new one only), under its
-	// own lock: attemptFor refuses while it holds mu.
-	refusedMu sync.Mutex
-	refused   map[types.UID]string
-	status    groupStatus // the gangs' conditions on their PodGroups (observe.go)
 }
 
 // mutation breaks the gang logic on purpose, for the mutation check only (mutation_test.go sets
@@ -136,7 +133,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 			return nil, fmt.Errorf("NetPack: indexing pods by gang: %w", err)
 		}
 	}
-	p := &NetPack{h: h, args: args, cfg: args.Config(), plans: map[gang.Key]*attempt{}, refused: map[types.UID]string{},
+	p := &NetPack{h: h, args: args, cfg: args.Config(), plans: map[gang.Key]*attempt{},
 		pods: h.SharedInformerFactory().Core().V1().Pods().Lister(), byGang: inf.GetIndexer(),
 		nodes: h.SharedInformerFactory().Core().V1().Nodes().Lister(), live: gang.NewLive(args.Config())}
 	if err := p.live.Register(h.SharedInformerFactory().Core().V1().Nodes().Informer(), inf); err != nil {
@@ -150,6 +147,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, err
 	}
 	p.group = group
+	p.rec = gang.NewRecorder(h.ClientSet(), h.EventRecorder(), group.Enabled())
 	registerPluginMetrics()
 	klog.FromContext(ctx).Info("NetPack plugin", "policy", p.cfg.Policy, "podGroups", p.group.Enabled(), "coschedulingPodGroups", served(p.group, gang.FormCoscheduling), "jobSets", served(p.group, gang.FormJobSet))
 	return p, nil
@@ -192,36 +190,13 @@ func (p *NetPack) collect(pod *v1.Pod) (*gang.Gang, error) {
 	return gang.Collect(key, pods, minCount)
 }
 
-// refuse makes a gang's refusal visible where its user looks: a PodScheduled=False condition on
-// the pod (reason NetPackGangRefused; the scheduler writes none for a pod PreEnqueue keeps out of
-// the queue) and a Warning event. Asynchronous (PreEnqueue runs under the queue's lock), once per
-// pod and message.
+// refuse makes a gang's refusal visible where its user looks (gang.Recorder.Refuse: a
+// PodScheduled=False condition on the pod, which the scheduler writes none of for a pod PreEnqueue
+// keeps out of the queue, an event, the PodGroup's condition) and counts it.
 func (p *NetPack) refuse(ctx context.Context, pod *v1.Pod, why string) {
-	p.refusedMu.Lock()
-	if p.refused[pod.UID] == why {
-		p.refusedMu.Unlock()
-		return
-	}
-	if len(p.refused) >= 10000 {
-		p.refused = map[types.UID]string{} // deleted pods' entries; a pod still refused gets one more write
-	}
-	p.refused[pod.UID] = why
-	p.refusedMu.Unlock()
-	p.refusedGang(ctx, pod, why)
-	p.h.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, "NetPackGangRefused", "Scheduling", "%s", why)
-	go func() {
-		st := pod.Status.DeepCopy()
-		cond := v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "NetPackGangRefused", Message: why,
-			LastTransitionTime: metav1.Now()}
-		if i := slices.IndexFunc(st.Conditions, func(c v1.PodCondition) bool { return c.Type == v1.PodScheduled }); i >= 0 {
-			st.Conditions[i] = cond
-		} else {
-			st.Conditions = append(st.Conditions, cond)
-		}
-		if err := schedutil.PatchPodStatus(ctx, p.h.ClientSet(), pod.Name, pod.Namespace, &pod.Status, st); err != nil {
-			klog.FromContext(ctx).Info("NetPack: writing a gang's refusal onto its pod", "pod", klog.KObj(pod), "err", err)
-		}
-	}()
+	key, _ := gang.KeyOf(pod)
+	p.waitsFor(key, gang.ReasonGangRefused)
+	p.rec.Refuse(ctx, pod, why)
 }
 
 // PreEnqueue keeps a gang's pods out of the queue until all of them exist.

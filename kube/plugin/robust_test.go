@@ -491,3 +491,24 @@ func TestOneGPUWorkersShareNodes(t *testing.T) {
 	}
 	t.Logf("members by node %v, ps %s (NetPack's %s)", members, psNode, wantPS)
 }
+
+// TestPodGroupAfterItsPods: a gang's pods created before their PodGroup are held by PreEnqueue
+// (the PodGroup does not exist yet); when the PodGroup comes they are queued again and the gang is
+// bound, without waiting for the queue's periodic flush of held pods (5 minutes).
+func TestPodGroupAfterItsPods(t *testing.T) {
+	ctx, api, _ := start(t)
+	j := kubetest.Job{Namespace: "default", Name: "late-group", Workers: 2, GPUsPerWorker: 2, Model: "resnet50", PodGroup: true,
+		SchedulerName: "inapack-scheduler"}
+	pg, pods := j.Objects()
+	for _, p := range pods {
+		_, err := api.Client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+		kubetest.Fatal(t, err)
+	}
+	time.Sleep(2 * time.Second) // PreEnqueue holds the pods: their PodGroup does not exist
+	kubetest.NoneBound(ctx, t, api.Client, j)
+	_, err := api.Client.SchedulingV1beta1().PodGroups("default").Create(ctx, pg, metav1.CreateOptions{})
+	kubetest.Fatal(t, err)
+	nodes, err := kubetest.WaitBound(ctx, api.Client, j, 30*time.Second)
+	kubetest.Fatal(t, err)
+	t.Logf("bound once its PodGroup came: %v", nodes)
+}

@@ -12,6 +12,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -245,4 +246,72 @@ func NoneBound(ctx context.Context, t testing.TB, cs kubernetes.Interface, j Job
 	if len(bound) > 0 {
 		t.Errorf("pods bound of gang %s, which may not run whole (yet): %v", j.Name, bound)
 	}
+}
+
+// WaitGroupCondition waits until PodGroup ns/name carries condition typ with status and reason,
+// its message containing want, and an event on the PodGroup with reason event; it returns
+// "status reason: message".
+func WaitGroupCondition(ctx context.Context, cs kubernetes.Interface, ns, name, typ string, status metav1.ConditionStatus, reason, want, event string, timeout time.Duration) (string, error) {
+	var last, got string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		pg, err := cs.SchedulingV1beta1().PodGroups(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		c := meta.FindStatusCondition(pg.Status.Conditions, typ)
+		if c == nil {
+			last = "no condition " + typ
+			return false, nil
+		}
+		got = fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
+		if c.Status != status || c.Reason != reason || !strings.Contains(c.Message, want) {
+			last = "condition " + typ + " " + got
+			return false, nil
+		}
+		evs, err := cs.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		for _, e := range evs.Items {
+			if e.Reason == event && e.Regarding.Kind == "PodGroup" && e.Regarding.Name == name {
+				return true, nil
+			}
+		}
+		last = "no event " + event + " on the PodGroup"
+		return false, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("PodGroup %s/%s: want %s=%s reason %s containing %q and event %s; last: %s", ns, name, typ, status, reason, want, event, last)
+	}
+	return got, nil
+}
+
+// WaitPodEvent waits for an event with reason on a pod of j whose note contains want, and
+// returns "pod: note".
+func WaitPodEvent(ctx context.Context, cs kubernetes.Interface, j Job, reason, want string, timeout time.Duration) (string, error) {
+	_, pods := j.Objects()
+	names := map[string]bool{}
+	for _, p := range pods {
+		names[p.Name] = true
+	}
+	var got string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		evs, err := cs.EventsV1().Events(j.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, e := range evs.Items {
+			if e.Reason == reason && e.Regarding.Kind == "Pod" && names[e.Regarding.Name] && strings.Contains(e.Note, want) {
+				got = e.Regarding.Name + ": " + e.Note
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("gang %s: no event %s on its pods containing %q: %w", j.Name, reason, want, err)
+	}
+	return got, nil
 }
