@@ -349,7 +349,7 @@ func pathAgent(name string, rank, window int, warmup, measure time.Duration, thr
 	var ts []transport.Transport
 	for k := range threads {
 		t, err := transport.OpenPacketConfig(name, transport.PacketConfig{RXFrames: 4096, TXFrames: 1024,
-			Jobs: []uint16{1}, Lane: k, Lanes: threads})
+			Jobs: []uint16{1}, Lane: k, Lanes: threads, Blocking: transport.WaitBlocking(threads)})
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -43,15 +44,24 @@ func TestMem(t *testing.T) {
 	}
 }
 
-// TestPacket sends a frame across a veth pair (root only).
+// TestPacket sends a frame across a veth pair, the receiver waiting in the network poller and in
+// ppoll (Blocking), and a Close ends a receive that waits without a deadline (root only).
 func TestPacket(t *testing.T) {
+	for _, blocking := range []bool{false, true} {
+		t.Run(map[bool]string{false: "poller", true: "blocking"}[blocking], func(t *testing.T) {
+			testPacket(t, PacketConfig{Blocking: blocking})
+		})
+	}
+}
+
+func testPacket(t *testing.T, cfg PacketConfig) {
 	l0, l1 := vethtest.Pair(t, "agtp", 0)
 	a, err := OpenPacket(l0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := OpenPacket(l1)
+	b, err := OpenPacketConfig(l1, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +77,10 @@ func TestPacket(t *testing.T) {
 	// arrives instead of once.
 	buf := make([]byte, 2048)
 	giveUp := time.Now().Add(10 * time.Second)
-	for time.Now().Before(giveUp) {
+	for crossed := false; !crossed; {
+		if time.Now().After(giveUp) {
+			t.Fatal("no frame crossed the veth pair in 10s")
+		}
 		if err := a.Send(frame); err != nil {
 			t.Fatal(err)
 		}
@@ -78,9 +91,37 @@ func TestPacket(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n == 60 && buf[59] == 0xab && bytes.Equal(buf[6:12], a.MAC()) {
-			return
-		}
+		crossed = n == 60 && buf[59] == 0xab && bytes.Equal(buf[6:12], a.MAC())
 	}
-	t.Fatal("no frame crossed the veth pair in 10s")
+	done := make(chan error)
+	go func() {
+		for {
+			if _, err := b.Recv(buf, time.Time{}); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	time.Sleep(20 * time.Millisecond)
+	b.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("Recv after Close: %v, want ErrClosed", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Close did not end a Recv waiting without a deadline")
+	}
+}
+
+// TestWaitBlocking: receivers may block while one of the cores Go may use is left over.
+func TestWaitBlocking(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	if !WaitBlocking(1) || WaitBlocking(2) || WaitBlocking(4) {
+		t.Errorf("GOMAXPROCS 2: WaitBlocking(1, 2, 4) = %v, %v, %v; want true, false, false", WaitBlocking(1), WaitBlocking(2), WaitBlocking(4))
+	}
+	runtime.GOMAXPROCS(1)
+	if WaitBlocking(1) {
+		t.Error("GOMAXPROCS 1: one blocking receiver allowed, and it would hold the only core")
+	}
 }

@@ -106,7 +106,7 @@ func main() {
 	for k := range n {
 		var members []transport.Transport
 		for _, name := range ifaces {
-			p, err := transport.OpenPacketConfig(name, transport.PacketConfig{Jobs: served, Lane: k, Lanes: n})
+			p, err := transport.OpenPacketConfig(name, transport.PacketConfig{Jobs: served, Lane: k, Lanes: n, Blocking: transport.WaitBlocking(n * len(ifaces))})
 			if err != nil {
 				log.Fatal(err)
 			}

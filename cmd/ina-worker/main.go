@@ -97,7 +97,7 @@ func main() {
 	var ts []*transport.Packet
 	var tr []transport.Transport
 	for k := range n {
-		t, err := transport.OpenPacketConfig(*iface, transport.PacketConfig{Jobs: []uint16{uint16(*job)}, Lane: k, Lanes: n})
+		t, err := transport.OpenPacketConfig(*iface, transport.PacketConfig{Jobs: []uint16{uint16(*job)}, Lane: k, Lanes: n, Blocking: transport.WaitBlocking(n)})
 		if err != nil {
 			log.Fatal(err)
 		}
