@@ -64,7 +64,7 @@ func OpenPacketConfig(name string, cfg PacketConfig) (*Packet, error) {
 	// (one bound to IPv4 sees it after them, beside the IP stack), so an emulated host can drop
 	// its frames there and spare its kernel an IP stack that has nothing to do with them
 	// (internal/ipdrop); the filter keeps what a socket bound to IPv4 would receive.
-	ac := afring.Config{Protocol: unix.ETH_P_ALL, Promiscuous: true, RXFrames: cfg.RXFrames, TXFrames: cfg.TXFrames, Blocking: true}
+	ac := afring.Config{Protocol: unix.ETH_P_ALL, Promiscuous: true, RXFrames: cfg.RXFrames, TXFrames: cfg.TXFrames, Blocking: cfg.Blocking}
 	prog, err := IPv4Filter()
 	if len(cfg.Jobs) > 0 {
 		prog, err = LaneFilter(cfg.Jobs, cfg.Lane, max(cfg.Lanes, 1))
