@@ -151,12 +151,10 @@ func (s *P4RuntimeServer) writeRoute(t p4v1.Update_Type, op *tableOp) error {
 	if t != p4v1.Update_DELETE && op.action != actIPv4Forward {
 		return invalid("table ipv4_lpm: entries take ipv4_forward (drop is the default action)")
 	}
-	switch {
-	case t == p4v1.Update_INSERT && exists:
-		return status.Errorf(codes.AlreadyExists, "table ipv4_lpm: an entry for %s exists", r.Prefix)
-	case t != p4v1.Update_INSERT && !exists:
-		return status.Errorf(codes.NotFound, "table ipv4_lpm: no entry for %s", r.Prefix)
-	case t == p4v1.Update_DELETE:
+	if err := presence(t, "ipv4_lpm", exists, "%s", r.Prefix); err != nil {
+		return err
+	}
+	if t == p4v1.Update_DELETE {
 		s.sw.DeleteRoute(r.Prefix)
 		return nil
 	}
@@ -166,12 +164,10 @@ func (s *P4RuntimeServer) writeRoute(t p4v1.Update_Type, op *tableOp) error {
 func (s *P4RuntimeServer) writeJob(t p4v1.Update_Type, op *tableOp) error {
 	k := op.jobKey()
 	_, exists := s.sw.Job(k)
-	switch {
-	case t == p4v1.Update_INSERT && exists:
-		return status.Errorf(codes.AlreadyExists, "table ina_job: an entry for job %d port %d exists", k.Job, k.Port)
-	case t != p4v1.Update_INSERT && !exists:
-		return status.Errorf(codes.NotFound, "table ina_job: no entry for job %d port %d", k.Job, k.Port)
-	case t == p4v1.Update_DELETE:
+	if err := presence(t, "ina_job", exists, "job %d port %d", k.Job, k.Port); err != nil {
+		return err
+	}
+	if t == p4v1.Update_DELETE {
 		s.sw.DeleteJob(k)
 		return nil
 	}
@@ -185,12 +181,10 @@ func (s *P4RuntimeServer) writeJob(t p4v1.Update_Type, op *tableOp) error {
 func (s *P4RuntimeServer) writePS(t p4v1.Update_Type, op *tableOp) error {
 	job := uint16(op.keys[0])
 	_, exists := s.sw.PS(job)
-	switch {
-	case t == p4v1.Update_INSERT && exists:
-		return status.Errorf(codes.AlreadyExists, "table ina_ps: an entry for job %d exists", job)
-	case t != p4v1.Update_INSERT && !exists:
-		return status.Errorf(codes.NotFound, "table ina_ps: no entry for job %d", job)
-	case t == p4v1.Update_DELETE:
+	if err := presence(t, "ina_ps", exists, "job %d", job); err != nil {
+		return err
+	}
+	if t == p4v1.Update_DELETE {
 		s.sw.DeletePS(job)
 		return nil
 	}
@@ -200,12 +194,10 @@ func (s *P4RuntimeServer) writePS(t p4v1.Update_Type, op *tableOp) error {
 func (s *P4RuntimeServer) writeUnicast(t p4v1.Update_Type, op *tableOp) error {
 	k := op.unicastKey()
 	_, exists := s.sw.Unicast(k)
-	switch {
-	case t == p4v1.Update_INSERT && exists:
-		return status.Errorf(codes.AlreadyExists, "table ina_unicast: an entry for job %d bitmap %#x exists", k.Job, k.Bitmap)
-	case t != p4v1.Update_INSERT && !exists:
-		return status.Errorf(codes.NotFound, "table ina_unicast: no entry for job %d bitmap %#x", k.Job, k.Bitmap)
-	case t == p4v1.Update_DELETE:
+	if err := presence(t, "ina_unicast", exists, "job %d bitmap %#x", k.Job, k.Bitmap); err != nil {
+		return err
+	}
+	if t == p4v1.Update_DELETE {
 		s.sw.DeleteUnicast(k)
 		return nil
 	}
@@ -268,4 +260,16 @@ func mcastEntry(id uint16, ports []uint16) *p4v1.PacketReplicationEngineEntry {
 		n[p]++
 	}
 	return &p4v1.PacketReplicationEngineEntry{Type: &p4v1.PacketReplicationEngineEntry_MulticastGroupEntry{MulticastGroupEntry: g}}
+}
+
+// presence applies P4Runtime's rule for an exact entry: an INSERT of an entry that exists is
+// AlreadyExists, a MODIFY or DELETE of one that does not is NotFound; key and args name the entry.
+func presence(t p4v1.Update_Type, table string, exists bool, key string, args ...any) error {
+	switch {
+	case t == p4v1.Update_INSERT && exists:
+		return status.Errorf(codes.AlreadyExists, "table %s: an entry for %s exists", table, fmt.Sprintf(key, args...))
+	case t != p4v1.Update_INSERT && !exists:
+		return status.Errorf(codes.NotFound, "table %s: no entry for %s", table, fmt.Sprintf(key, args...))
+	}
+	return nil
 }
