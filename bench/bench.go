@@ -99,12 +99,12 @@ func Main() {
 		fs := flag.NewFlagSet("agents", flag.ExitOnError)
 		var o agentsOpts
 		fs.IntVar(&o.size, "size", 262144, "float32 values per all-reduce call")
-		fs.IntVar(&o.iters, "iters", 8, "calls per in-memory run")
+		fs.IntVar(&o.iters, "iters", 32, "timed calls per in-memory run")
 		fs.IntVar(&o.window, "window", 64, "the job's slots (chunks in flight)")
 		fs.IntVar(&o.pairs, "pairs", 3, "interleaved repetitions (the medians are printed)")
 		fs.BoolVar(&o.veth, "veth", os.Geteuid() == 0, "also over AF_PACKET rings on veths (needs root)")
 		fs.StringVar(&o.prefix, "prefix", fmt.Sprintf("ia%d", os.Getpid()%10000), "prefix of the veths created")
-		fs.DurationVar(&o.warmup, "warmup", 300*time.Millisecond, "AF_PACKET: time before measuring")
+		fs.DurationVar(&o.warmup, "warmup", 300*time.Millisecond, "calls before measuring (in memory), time before measuring (AF_PACKET)")
 		fs.DurationVar(&o.measure, "duration", time.Second, "AF_PACKET: measuring time per run")
 		_ = fs.Parse(os.Args[2:])
 		if o.veth && os.Geteuid() != 0 {
