@@ -3,9 +3,12 @@ package deploy_test
 import (
 	"crypto/tls"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,12 +27,35 @@ import (
 	"github.com/inapack/inapack/kube/plugin"
 )
 
-func freePort(t *testing.T) int {
+// freePorts are n distinct loopback ports free now, for components that bind them themselves.
+// They lie below the kernel's ephemeral range (ip_local_port_range): a port the kernel handed out
+// and the test closed again could be taken, before the component binds it, by any outgoing
+// connection of the API server, the components and their clients, which take theirs from there.
+func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	kubetest.Fatal(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	ephemeral := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > 10001 {
+				ephemeral = v
+			}
+		}
+	}
+	var ports []int
+	for range 1000 {
+		p := 10000 + rand.IntN(ephemeral-10000)
+		if slices.Contains(ports, p) {
+			continue
+		}
+		if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p)); err == nil {
+			l.Close()
+			if ports = append(ports, p); len(ports) == n {
+				return ports
+			}
+		}
+	}
+	t.Fatalf("no %d free loopback ports in 10000-%d", n, ephemeral-1)
+	return nil
 }
 
 // podAnnotations are a Deployment's pod template annotations.
@@ -53,7 +79,8 @@ func podAnnotations(t *testing.T, c *cluster, name string) map[string]string {
 func TestMetricsScrapedAsShipped(t *testing.T) {
 	c := deployed(t)
 	ctx := c.ctx
-	schedPort, opPort := freePort(t), freePort(t)
+	ports := freePorts(t, 2)
+	schedPort, opPort := ports[0], ports[1]
 	for name, port := range map[string]int{"ina-kube-scheduler": 10259, "ina-operator": 8443} {
 		a := podAnnotations(t, c, name)
 		if a["prometheus.io/scrape"] != "true" || a["prometheus.io/scheme"] != "https" || a["prometheus.io/port"] != strconv.Itoa(port) ||
