@@ -66,6 +66,11 @@ func testPacket(t *testing.T, cfg PacketConfig) {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	// A socket that blocked when not asked to (as OpenPacketConfig once made every one) works
+	// alike here, but holds a thread, and its core, in ppoll.
+	if b.s.Blocking() != cfg.Blocking || a.s.Blocking() {
+		t.Errorf("waits in ppoll: %v (asked %v), OpenPacket's %v (want the poller)", b.s.Blocking(), cfg.Blocking, a.s.Blocking())
+	}
 	frame := make([]byte, 60)
 	copy(frame, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
 	copy(frame[6:], a.MAC())

@@ -188,6 +188,9 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 // Interface is the interface the socket is bound to.
 func (s *Socket) Interface() *net.Interface { return s.ifi }
 
+// Blocking reports whether the socket waits in ppoll(2) (Config.Blocking), not in Go's poller.
+func (s *Socket) Blocking() bool { return s.file == nil }
+
 // MaxFrame is the largest frame the rings carry whole: the kernel puts a received frame's
 // Ethernet header at 66 bytes into its slot (a 52-byte header, then the network header 16-aligned).
 func (s *Socket) MaxFrame() int { return s.frameSize - 80 }
