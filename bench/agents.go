@@ -336,7 +336,9 @@ type agentsOpts struct {
 //     moment);
 //   - with o.veth (root), over AF_PACKET rings on veths (path, one worker): af_worker_ns, the
 //     worker agent's process CPU per chunk, and af_floor_ns, the bare ring loop's for the same
-//     frames on the same path (the kernel's floor), and af_ratio, the first over the second.
+//     frames on the same path (the kernel's floor), and af_ratio, the first over the second;
+//     af_t1_mbps and af_t2_mbps, the agent's goodput on one thread and on two (worker.Group, a
+//     socket each), and af_t2_ns, its CPU per chunk on two.
 func agents(o agentsOpts) (map[string]float64, error) {
 	var w, p, s, t1, t2, sc, h1, h2, pc1, pc2, co1, co2 []float64
 	for range o.pairs {
@@ -369,7 +371,7 @@ func agents(o agentsOpts) (map[string]float64, error) {
 	if !o.veth {
 		return out, nil
 	}
-	var aw, af, ar []float64
+	var aw, af, ar, g1, g2, a2 []float64
 	for i := range o.pairs {
 		po := pathOpts{workers: 1, window: o.window, warmup: o.warmup, measure: o.measure, prefix: fmt.Sprintf("%s%d", o.prefix, i)}
 		floor, err := path(po)
@@ -381,9 +383,16 @@ func agents(o agentsOpts) (map[string]float64, error) {
 		if err != nil {
 			return nil, fmt.Errorf("AF_PACKET worker: %w", err)
 		}
+		po.threads = 2
+		two, err := path(po)
+		if err != nil {
+			return nil, fmt.Errorf("AF_PACKET worker, 2 threads: %w", err)
+		}
 		aw, af, ar = append(aw, agent.cpuPerChunk), append(af, floor.cpuPerChunk), append(ar, agent.cpuPerChunk/floor.cpuPerChunk)
+		g1, g2, a2 = append(g1, agent.goodput), append(g2, two.goodput), append(a2, two.cpuPerChunk)
 	}
 	out["af_worker_ns"], out["af_floor_ns"], out["af_ratio"] = median(aw), median(af), median(ar)
+	out["af_t1_mbps"], out["af_t2_mbps"], out["af_t2_ns"] = median(g1), median(g2), median(a2)
 	return out, nil
 }
 

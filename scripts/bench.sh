@@ -37,7 +37,8 @@
 #     on the same host at the same moments as the most two threads could gain: a 2/1 target the
 #     spin loop's whole interval lies under is the host's, verdict HOST);
 #     as root, the worker agent over AF_PACKET rings on veths beside the bare ring loop on the same
-#     path (ina-bench path -workers 1, with and without -agent: the kernel's floor per chunk).
+#     path (ina-bench path -workers 1, with and without -agent: the kernel's floor per chunk), and
+#     the agent on two threads (-threads 2) beside one: goodput and CPU per chunk.
 # Knobs: BENCH_REPS (5), BENCH_SIZE (values, 262144 = 1 MiB), BENCH_ITERS (20: the first, which
 # waits for the peers to start, is left out, and the window has long reached its size),
 # BENCH_BMV2_SIZE (65536), BENCH_BMV2_ITERS (4), BENCH_RATE (Mbit/s per port for INA vs no INA,
@@ -207,6 +208,8 @@ worker, 2 threads / 1 thread, in memory|agents_t2_cps|chunk/s|1 thread|agents_t1
 host, 2 threads / 1 thread (a spin loop)|agents_host_t2|step/s|1 thread|agents_host_t1|
 worker, 2 threads / 1 thread, in memory, cores kept busy|agents_t2_cores|cores|1 thread|agents_t1_cores|
 worker, 2 threads / 1 thread, in memory, CPU per chunk (all parts)|agents_t2_proc_ns|ns|1 thread|agents_t1_proc_ns|
+worker, 2 threads / 1 thread, AF_PACKET|agents_af_t2_mbps|Mbit/s|1 thread|agents_af_t1_mbps|
+worker, 2 threads / 1 thread, AF_PACKET, CPU per chunk|agents_af_t2_ns|ns|1 thread|agents_af_worker_ns|
 note|The path's limit: ina-bench path, the 4-worker job's frames and ring operations through the same veths and processes with nothing else done, ${PATHS} s just before the job and ${PATHS} s just after it.
 note|slow iterations (over 1.5x p50) of $TAIL_ITERS, per round: clean {tail0_slow}, of which waited on the timer {tail0_slow_timer}, on a fast retransmission {tail0_slow_fast}, on a window cut {tail0_slow_cut}, on none of them {tail0_slow_none}
 note|  1% loss {tail0.01_slow}: timer {tail0.01_slow_timer}, fast retransmission {tail0.01_slow_fast}, window cut {tail0.01_slow_cut}, none {tail0.01_slow_none}
