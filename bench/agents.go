@@ -276,7 +276,7 @@ func runMem(o memOpts) (memResult, error) {
 	// fill their tables and pools, and the kernel spreads the threads over the cores. Threads that
 	// start on one core share it until the kernel's load balancing moves one, some milliseconds
 	// later; a timed run of 15 ms measured that placement, not the agents (two threads gained
-	// 1.01x with no warm-up, 1.8x after 100 ms of calls).
+	// 1.01x with no warm-up, 1.82-1.87x in make bench after 300 ms of calls: docs/agents.md).
 	for warm := time.Now(); ; {
 		if err := call(); err != nil {
 			return memResult{}, err

@@ -32,8 +32,8 @@
 #   - the agents' CPU per chunk (ina-bench agents, medians of 3 interleaved pairs a round): one worker
 #     and the PS against the switch model in memory, the thread's CPU clock read around the switch's
 #     and the PS's batches (docs/agents.md), on one thread and two (32 timed calls of 1 MiB after
-#     300 ms of calls in which the kernel spreads the threads over the cores; chunks per second of wall time;
-#     and for each, the process's CPU per chunk and the cores it kept busy, with a spin loop's 2/1
+#     300 ms of calls in which the kernel spreads the threads over the cores; chunks per second of
+#     wall time; and for each, the process's CPU per chunk and the cores it kept busy, with a spin loop's 2/1
 #     on the same host at the same moments as the most two threads could gain: a 2/1 target the
 #     spin loop's whole interval lies under is the host's, verdict HOST);
 #     as root, the worker agent over AF_PACKET rings on veths beside the bare ring loop on the same

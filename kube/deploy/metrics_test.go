@@ -33,17 +33,18 @@ import (
 // connection of the API server, the components and their clients, which take theirs from there.
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	ephemeral := 32768
+	const low = 10000  // clear of the well-known and the usual registered ports
+	ephemeral := 32768 // Linux's default start of the range
 	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
 		if f := strings.Fields(string(b)); len(f) == 2 {
-			if v, err := strconv.Atoi(f[0]); err == nil && v > 10001 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > low+n {
 				ephemeral = v
 			}
 		}
 	}
 	var ports []int
 	for range 1000 {
-		p := 10000 + rand.IntN(ephemeral-10000)
+		p := low + rand.IntN(ephemeral-low)
 		if slices.Contains(ports, p) {
 			continue
 		}
@@ -54,7 +55,7 @@ func freePorts(t *testing.T, n int) []int {
 			}
 		}
 	}
-	t.Fatalf("no %d free loopback ports in 10000-%d", n, ephemeral-1)
+	t.Fatalf("no %d free loopback ports in %d-%d", n, low, ephemeral-1)
 	return nil
 }
 
